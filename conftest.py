@@ -1,0 +1,77 @@
+"""One real cluster for the whole test session, started before anything else runs.
+
+The cluster must be up, and ``KUBECONFIG`` exported, *before* nbval starts the
+notebook kernels: a kernel is a separate process that inherits ``os.environ`` when
+it starts, which is before any fixture runs. So this happens in
+``pytest_configure``, in the xdist controller only (workers inherit the
+environment).
+
+- ``OPERATORLAB_CLUSTER=existing``: test against the current kubeconfig context.
+- otherwise: a local cluster named ``test`` (separate from the ``lab`` one a
+  learner uses), stopped and deleted at the end if this session started it.
+
+Work that must not overlap (operators that watch cluster-scoped Tenants, each
+notebook's cells) is pinned to one xdist group; run with ``--dist loadgroup``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_ROOT = Path(__file__).parent
+_started = None
+
+
+def _needs_cluster(config: pytest.Config) -> bool:
+    if os.environ.get("OPERATORLAB_NO_CLUSTER"):
+        return False
+    args = [a for a in config.args if not a.startswith("-")] or [str(_ROOT / p) for p in config.getini("testpaths")]
+    unit = (_ROOT / "tests" / "unit").resolve()
+    return not all(Path(a.split("::")[0]).resolve().is_relative_to(unit) for a in args)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _started
+    if hasattr(config, "workerinput") or not _needs_cluster(config):
+        return
+    from kubernetes import config as kube_config
+
+    from operatorlab import paths
+    from operatorlab.cluster import LocalCluster, get_cluster, manifests
+
+    provider = os.environ.get("OPERATORLAB_CLUSTER", "local")
+    cluster = get_cluster() if provider == "existing" else LocalCluster(os.environ.get("OPERATORLAB_TEST_CLUSTER", "test"))
+    was_up = cluster.is_up()
+    cluster.up(log=lambda line: print(f"[cluster] {line}", flush=True))
+    if provider != "existing" and not was_up:
+        _started = cluster
+    os.environ.update({k: v for k, v in cluster.env().items() if v})
+    api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    manifests.apply_crds(api, paths.crds_dir())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _started is not None and not os.environ.get("OPERATORLAB_KEEP_CLUSTER"):
+        _started.down(purge=True, log=lambda line: print(f"[cluster] {line}", flush=True))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.suffix == ".ipynb":
+            # A notebook's cells share one kernel: keep them on one worker, in order.
+            group = "tenant-operator" if "tenant" in _notebook_groups(path) else f"notebook-{path.stem}"
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _notebook_groups(path: Path) -> str:
+    # A notebook that runs the Tenant operator says so in its metadata:
+    # {"operatorlab": {"xdist_group": "tenant"}}; such notebooks share a group with the
+    # Tenant operator tests, because two Tenant operators would both reconcile every Tenant.
+    import json
+
+    meta = json.loads(path.read_text()).get("metadata", {})
+    return meta.get("operatorlab", {}).get("xdist_group", "")

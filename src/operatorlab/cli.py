@@ -1,0 +1,136 @@
+"""The ``operatorlab`` command.
+
+::
+
+    operatorlab cluster up [--nodes N] [--no-crds]   start (or reuse) the cluster, apply crds/
+    operatorlab cluster down [--purge]               stop it; --purge deletes its state too
+    operatorlab cluster status                       each component: pid, port, health
+    operatorlab cluster env                          the export line for kubectl in a shell
+    operatorlab operator list                        the operators in operators/
+    operatorlab operator run NAME [-n NS]            run one in the foreground (kopf run ...)
+
+The provider comes from ``$OPERATORLAB_CLUSTER`` (``local`` or ``existing``); see
+:func:`operatorlab.cluster.get_cluster`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+
+from operatorlab import operators, paths
+from operatorlab.cluster import ClusterError, get_cluster
+from operatorlab.cluster.binaries import BinariesMissing
+
+
+def _color(text: str, code: str) -> str:
+    return f"\033[{code}m{text}\033[0m" if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text
+
+
+def cluster_up(args: argparse.Namespace) -> int:
+    cluster = get_cluster(args.name)
+    if hasattr(cluster, "nodes"):
+        cluster.nodes = args.nodes
+    cluster.up()
+    if not args.no_crds:
+        from kubernetes import config
+
+        from operatorlab.cluster import manifests
+
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        applied = manifests.apply_crds(api, paths.crds_dir())
+        print(f"CRDs applied and established: {', '.join(a.split('/')[1] for a in applied)}")
+    return 0
+
+
+def cluster_down(args: argparse.Namespace) -> int:
+    get_cluster(args.name).down(purge=args.purge)
+    return 0
+
+
+def cluster_status(args: argparse.Namespace) -> int:
+    cluster = get_cluster(args.name)
+    rows = cluster.status()
+    if not rows:
+        print(f"{cluster.provider} cluster via {cluster.kubeconfig}: " + ("reachable" if cluster.is_up() else "unreachable"))
+        return 0 if cluster.is_up() else 1
+    print(f"cluster {cluster.name!r} ({cluster.provider}) in {cluster.dir}")
+    print(f"  {'COMPONENT':<24} {'PID':>7} {'PORT':>6}  HEALTH")
+    for r in rows:
+        health = _color("healthy", "32") if r.healthy else _color("running, unhealthy" if r.running else "stopped", "31")
+        print(f"  {r.name:<24} {r.pid or '-':>7} {r.port or '-':>6}  {health}")
+    if cluster.is_up():
+        print(f"  kubeconfig: {cluster.kubeconfig}")
+    return 0 if all(r.healthy for r in rows) else 1
+
+
+def cluster_env(args: argparse.Namespace) -> int:
+    env = get_cluster(args.name).env()
+    for key, value in env.items():
+        if value:
+            print(f"export {key}={shlex.quote(value)}")
+    if env.get("KUBEBUILDER_ASSETS"):  # the built kubectl, first on PATH
+        print(f'export PATH={shlex.quote(env["KUBEBUILDER_ASSETS"])}:"$PATH"')
+    return 0
+
+
+def operator_list(_: argparse.Namespace) -> int:
+    for name in operators.operator_names():
+        print(name)
+    return 0
+
+
+def operator_run(args: argparse.Namespace) -> int:
+    argv = operators.kopf_argv(args.name, namespaces=args.namespace or None)
+    env = {**os.environ, **get_cluster(args.cluster_name).env()}
+    print("$ " + " ".join(shlex.quote(a) for a in argv[1:]), flush=True)
+    os.execvpe(argv[0], argv, env)  # replaces this process: Ctrl-C goes straight to kopf
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="operatorlab", description="Operator Lab: Kubernetes controllers, hands on.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    cluster = sub.add_parser("cluster", help="start, stop and inspect the lab's cluster")
+    csub = cluster.add_subparsers(dest="action", required=True)
+    for action, func, help_ in (
+        ("up", cluster_up, "start (or reuse) the cluster and apply the CRDs"),
+        ("down", cluster_down, "stop every component"),
+        ("status", cluster_status, "show each component's pid, port and health"),
+        ("env", cluster_env, "print the export line for a shell"),
+    ):
+        p = csub.add_parser(action, help=help_)
+        p.add_argument("--name", default=None, help="local cluster name (default: $OPERATORLAB_CLUSTER_NAME or 'lab')")
+        p.set_defaults(func=func)
+        if action == "up":
+            p.add_argument("--nodes", type=int, default=1, help="simulated nodes (default 1)")
+            p.add_argument("--no-crds", action="store_true", help="do not apply crds/")
+        if action == "down":
+            p.add_argument("--purge", action="store_true", help="also delete certificates, etcd data and logs")
+
+    op = sub.add_parser("operator", help="run the worked-example operators")
+    osub = op.add_subparsers(dest="action", required=True)
+    osub.add_parser("list", help="list the operators").set_defaults(func=operator_list)
+    run = osub.add_parser("run", help="run an operator in the foreground")
+    run.add_argument("name")
+    run.add_argument("-n", "--namespace", action="append", help="watch only this namespace (repeatable)")
+    run.add_argument("--cluster-name", default=None)
+    run.set_defaults(func=operator_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (BinariesMissing, ClusterError, ValueError) as e:
+        print(_color(f"error: {e}", "31"), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,443 @@
+"""The ``local`` provider: a real control plane as unprivileged child processes.
+
+Five upstream programs, started in dependency order on free loopback ports, all
+state under one directory (``<cache>/clusters/<name>/``)::
+
+    etcd ──► kube-apiserver ──► kube-controller-manager   (namespace, GC, deployment, quota, SA... loops)
+                           ├──► kube-scheduler            (binds Pods to Nodes)
+                           └──► kwok                      (plays kubelet: simulated Nodes, Pods become Running)
+
+Why our own small supervisor rather than ``kwokctl --runtime binary``: kwokctl
+downloads any binary it is not told about, keeps its own state layout and
+parses each binary's ``--version`` to pick flags; here every flag is visible in
+one file a learner can read, each component can be stopped and restarted alone
+(the labs do that), and ``status`` reports pid, port and health directly.
+
+Flags follow envtest (controller-runtime ``pkg/internal/testing/controlplane``),
+kubeadm's static-pod manifests and kwokctl's binary runtime
+(sigs.k8s.io/kwok ``pkg/kwokctl/components``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from operatorlab import paths
+from operatorlab.cluster import binaries as binaries_mod
+from operatorlab.cluster import kubeconfig, pki, process
+
+#: Start order; stop order is the reverse.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+#: Components a lab may stop and start on its own (the rest hold the cluster up).
+RESTARTABLE = ("kube-controller-manager", "kube-scheduler", "kwok")
+
+Log = Callable[[str], None]
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not be started or reached; the message says why and what to run."""
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    """One row of ``operatorlab cluster status``."""
+
+    name: str
+    pid: int | None
+    port: int | None
+    running: bool
+    healthy: bool
+    log: Path
+
+
+@dataclass
+class _State:
+    """What ``state.json`` remembers between commands."""
+
+    ports: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    bin_dir: str = ""
+    advertise_address: str | None = None
+
+
+class LocalCluster:
+    """A control plane of child processes under ``<cache>/clusters/<name>``.
+
+    Args:
+        name: the cluster's name; one directory and one kubeconfig per name.
+        nodes: how many simulated (kwok) Nodes to create.
+        root: the directory holding the cluster directories (default ``<cache>/clusters``).
+    """
+
+    provider = "local"
+
+    def __init__(self, name: str = "lab", *, nodes: int = 1, root: Path | None = None) -> None:
+        self.name = name
+        self.nodes = nodes
+        self.dir = (root or paths.cache_root() / "clusters") / name
+        self.kubeconfig = self.dir / "kubeconfig"
+        self.pki = pki.Pki(self.dir / "pki")
+        self._state_file = self.dir / "state.json"
+        self._state = self._load_state()
+
+    # -- public API ---------------------------------------------------------------
+
+    def up(self, *, log: Log = print, wait_timeout: float = 120.0) -> LocalCluster:
+        """Start whatever is not running, wait until the cluster serves, return self.
+
+        Reuses running components, so a second ``up`` is quick and harmless.
+
+        Raises:
+            binaries.BinariesMissing: the binaries are not built (``make setup``).
+            ClusterError: a component did not become healthy within ``wait_timeout`` s
+                (the message includes the tail of its log and the log's path).
+        """
+        started = time.monotonic()
+        if self.is_up():
+            log(f"cluster {self.name!r} is already up: {self.server}")
+            return self
+        bins = binaries_mod.find()
+        running = [c for c in COMPONENTS if self._running(c)]
+        if not running:
+            # A clean start: fresh ports (old ones may be taken now), same PKI and etcd data.
+            self._state = _State(
+                ports={k: process.free_port() for k in ("etcd", "etcd-peer", "kube-apiserver",
+                                                 "kube-controller-manager", "kube-scheduler", "kwok")},
+                bin_dir=str(bins.dir),
+                advertise_address=_advertise_address(),
+            )
+            extra = (self._state.advertise_address,) if self._state.advertise_address else ()
+            pki.create(self.pki.dir, extra_ips=extra)
+            self._write_config_files(bins)
+        log(f"starting cluster {self.name!r} in {self.dir}")
+        for component in COMPONENTS:
+            if component not in running:
+                self._start(component, log=log, timeout=wait_timeout)
+            if component == "kube-apiserver":
+                # Everything after the apiserver only needs it; start them without serial waits.
+                rest = [c for c in COMPONENTS[2:] if c not in running]
+                for c in rest:
+                    self._spawn(c)
+                for c in rest:
+                    self._wait_healthy(c, timeout=wait_timeout)
+                    log(f"  {c:<24} ready (pid {self._state.pids[c]}, port {self._state.ports[c]})")
+                break
+        self._ensure_nodes(log=log, timeout=wait_timeout)
+        self._wait_default_service_account(timeout=wait_timeout)
+        log(f"cluster {self.name!r} up in {time.monotonic() - started:.1f}s: {self.server}")
+        log(f"  export KUBECONFIG={self.kubeconfig}")
+        return self
+
+    def down(self, *, purge: bool = False, log: Log = print) -> None:
+        """Stop every component (reverse order); with ``purge``, delete all state too."""
+        for component in reversed(COMPONENTS):
+            pid = self._state.pids.get(component)
+            if self._running(component):
+                log(f"  stopping {component} (pid {pid})")
+            process.stop(pid, self._binary(component))
+        self._state.pids.clear()
+        if self.dir.exists():
+            self._save_state()
+        if purge and self.dir.exists():
+            shutil.rmtree(self.dir)
+            log(f"cluster {self.name!r} deleted ({self.dir})")
+        else:
+            log(f"cluster {self.name!r} stopped (state kept in {self.dir})")
+
+    def status(self) -> list[ComponentStatus]:
+        """Each component's pid, port, whether it runs and whether its health endpoint says ok."""
+        rows = []
+        for c in COMPONENTS:
+            running = self._running(c)
+            rows.append(ComponentStatus(
+                name=c, pid=self._state.pids.get(c) if running else None,
+                port=self._state.ports.get(c), running=running,
+                healthy=running and self._healthy(c), log=self._log(c),
+            ))
+        return rows
+
+    def is_up(self) -> bool:
+        """All components run and the apiserver answers ``/readyz``."""
+        return all(self._running(c) for c in COMPONENTS) and self._healthy("kube-apiserver")
+
+    def stop_component(self, name: str) -> None:
+        """Stop one of :data:`RESTARTABLE` (for fault-injection labs).
+
+        Raises:
+            ValueError: ``name`` is not restartable.
+        """
+        self._check_restartable(name)
+        process.stop(self._state.pids.get(name), self._binary(name))
+        self._state.pids.pop(name, None)
+        self._save_state()
+
+    def start_component(self, name: str, *, timeout: float = 60.0) -> None:
+        """Start one of :data:`RESTARTABLE` again and wait until it is healthy."""
+        self._check_restartable(name)
+        if not self._running(name):
+            self._start(name, log=lambda _: None, timeout=timeout)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self._state.ports.get('kube-apiserver')}"
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point kubectl and clients at this cluster."""
+        return {"KUBECONFIG": str(self.kubeconfig), "KUBEBUILDER_ASSETS": self._state.bin_dir}
+
+    def log_path(self, component: str) -> Path:
+        return self._log(component)
+
+    # -- components -----------------------------------------------------------------
+
+    def _argv(self, component: str) -> list[str]:
+        p, d, k = self._state.ports, self.dir, self.pki
+        exe = str(self._binary(component))
+        comp = d / "components"
+        if component == "etcd":
+            return [
+                exe, "--name", "operatorlab", "--data-dir", str(d / "etcd"),
+                "--listen-client-urls", f"http://127.0.0.1:{p['etcd']}",
+                "--advertise-client-urls", f"http://127.0.0.1:{p['etcd']}",
+                "--listen-peer-urls", f"http://127.0.0.1:{p['etcd-peer']}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{p['etcd-peer']}",
+                "--initial-cluster", f"operatorlab=http://127.0.0.1:{p['etcd-peer']}",
+                # A lab cluster trades durability for speed, as envtest does.
+                "--unsafe-no-fsync=true", "--log-level=warn",
+            ]
+        if component == "kube-apiserver":
+            argv = [
+                exe, f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
+                "--bind-address=127.0.0.1", f"--secure-port={p['kube-apiserver']}",
+                f"--tls-cert-file={k.cert('apiserver')}", f"--tls-private-key-file={k.key('apiserver')}",
+                f"--client-ca-file={k.ca}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={k.sa_pub}", f"--service-account-signing-key-file={k.sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--authorization-mode=Node,RBAC",
+                "--allow-privileged=true",
+                "--profiling=false",
+                f"--cert-dir={comp / 'kube-apiserver'}",
+            ]
+            if self._state.advertise_address:
+                argv.append(f"--advertise-address={self._state.advertise_address}")
+            return argv
+        if component in ("kube-controller-manager", "kube-scheduler"):
+            cfg = comp / f"{component}.kubeconfig"
+            argv = [
+                exe, f"--kubeconfig={cfg}", f"--authentication-kubeconfig={cfg}",
+                f"--authorization-kubeconfig={cfg}",
+                "--bind-address=127.0.0.1", f"--secure-port={p[component]}",
+                f"--cert-dir={comp / component}", "--leader-elect=false",
+            ]
+            if component == "kube-controller-manager":
+                argv += [
+                    "--controllers=*",
+                    # Each loop runs as its own ServiceAccount with its own RBAC, as kubeadm does.
+                    "--use-service-account-credentials=true",
+                    f"--service-account-private-key-file={k.sa_key}",
+                    f"--root-ca-file={k.ca}",
+                    f"--cluster-signing-cert-file={k.ca}", f"--cluster-signing-key-file={k.key('ca')}",
+                    f"--cluster-name={self.name}",
+                ]
+            return argv
+        if component == "kwok":
+            return [
+                exe, f"--kubeconfig={comp / 'kwok.kubeconfig'}", f"--config={comp / 'kwok.yaml'}",
+                "--manage-all-nodes=true",
+                f"--server-address=127.0.0.1:{p['kwok']}", f"--node-port={p['kwok']}",
+                "--node-ip=10.0.1.1", "--cidr=10.0.2.0/24",
+            ]
+        raise ValueError(f"unknown component {component!r}")
+
+    def _healthy(self, component: str) -> bool:
+        p = self._state.ports.get(component)
+        try:
+            if component == "etcd":
+                body = _get(f"http://127.0.0.1:{p}/health")
+                return json.loads(body).get("health") == "true"
+            if component == "kube-apiserver":
+                return _get(f"{self.server}/readyz", context=self._admin_tls()) == "ok"
+            if component in ("kube-controller-manager", "kube-scheduler"):
+                insecure = ssl.create_default_context()
+                insecure.check_hostname = False  # self-signed serving cert made by the component
+                insecure.verify_mode = ssl.CERT_NONE
+                return _get(f"https://127.0.0.1:{p}/healthz", context=insecure) == "ok"
+            if component == "kwok":
+                return _get(f"http://127.0.0.1:{p}/healthz").strip() == "ok"
+        except (OSError, ValueError):
+            return False
+        return False
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _start(self, component: str, *, log: Log, timeout: float) -> None:
+        self._spawn(component)
+        self._wait_healthy(component, timeout=timeout)
+        log(f"  {component:<24} ready (pid {self._state.pids[component]}, port {self._state.ports[component]})")
+
+    def _spawn(self, component: str) -> None:
+        pid = process.spawn(self._argv(component), self._log(component))
+        self._state.pids[component] = pid
+        self._save_state()
+
+    def _wait_healthy(self, component: str, *, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._running(component):
+                raise ClusterError(self._failure(component, "exited during startup"))
+            if self._healthy(component):
+                return
+            time.sleep(0.25)
+        raise ClusterError(self._failure(component, f"not healthy after {timeout:.0f}s"))
+
+    def _failure(self, component: str, what: str) -> str:
+        log = self._log(component)
+        return (
+            f"{component} {what}. Last lines of its log:\n{process.tail(log)}\n"
+            f"Full log: {log}\n"
+            f"To start from scratch: operatorlab cluster down --purge && operatorlab cluster up"
+        )
+
+    def _ensure_nodes(self, *, log: Log, timeout: float) -> None:
+        """Create the simulated Nodes kwok manages and wait until kwok reports them Ready."""
+        from kubernetes import client  # imported late: `cluster status` needs no client
+
+        core = client.CoreV1Api(self._api_client())
+        names = [f"kwok-node-{i}" for i in range(self.nodes)]
+        for name in names:
+            try:
+                core.create_node(_node_manifest(name))
+            except client.ApiException as e:
+                if e.status != 409:  # 409: it exists from an earlier run, which is fine
+                    raise
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = [n.metadata.name for n in core.list_node().items if _node_ready(n) and n.metadata.name in names]
+            if len(ready) == len(names):
+                log(f"  {len(names)} simulated node(s) Ready: {', '.join(names)}")
+                return
+            time.sleep(0.5)
+        raise ClusterError(self._failure("kwok", f"did not make nodes {names} Ready in {timeout:.0f}s"))
+
+    def _wait_default_service_account(self, *, timeout: float) -> None:
+        """Pods are refused until the ServiceAccount controller made ``default/default``."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self._api_client())
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                core.read_namespaced_service_account("default", "default")
+                return
+            except client.ApiException as e:
+                if e.status != 404:
+                    raise
+            time.sleep(0.25)
+        raise ClusterError(self._failure("kube-controller-manager", "made no default ServiceAccount"))
+
+    def _api_client(self):
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def _write_config_files(self, bins: binaries_mod.Binaries) -> None:
+        comp = self.dir / "components"
+        common = {"server": self.server, "ca": self.pki.ca, "cluster": self.name}
+        kubeconfig.write(self.kubeconfig, cert=self.pki.cert("admin"), key=self.pki.key("admin"),
+                         user="admin", **common)
+        for stem in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            kubeconfig.write(comp / f"{stem}.kubeconfig", cert=self.pki.cert(stem), key=self.pki.key(stem),
+                             user=stem, **common)
+        # kwok's stages (how simulated Nodes and Pods move through their lifecycle) as one config.
+        stages = sorted(bins.kwok_stages.glob("*.yaml"))
+        (comp / "kwok.yaml").write_text("\n---\n".join(s.read_text() for s in stages))
+        self._save_state()
+
+    def _binary(self, component: str) -> Path:
+        return Path(self._state.bin_dir or binaries_mod.default_dir()) / component
+
+    def _running(self, component: str) -> bool:
+        return process.is_running(self._state.pids.get(component), self._binary(component))
+
+    def _log(self, component: str) -> Path:
+        return self.dir / "logs" / f"{component}.log"
+
+    def _admin_tls(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca))
+        ctx.load_cert_chain(str(self.pki.cert("admin")), str(self.pki.key("admin")))
+        return ctx
+
+    def _check_restartable(self, name: str) -> None:
+        if name not in RESTARTABLE:
+            raise ValueError(f"{name!r} cannot be stopped alone; choose one of {', '.join(RESTARTABLE)}")
+
+    def _load_state(self) -> _State:
+        try:
+            return _State(**json.loads(self._state_file.read_text()))
+        except (FileNotFoundError, json.JSONDecodeError, TypeError):
+            return _State()
+
+    def _save_state(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self._state), indent=2))
+        tmp.replace(self._state_file)
+
+
+def _get(url: str, *, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> str:
+    with urllib.request.urlopen(url, context=context, timeout=timeout) as response:  # noqa: S310 (loopback)
+        return response.read().decode()
+
+
+def _advertise_address() -> str | None:
+    """The host's primary IP, for the ``kubernetes`` Service's endpoints.
+
+    The apiserver refuses to advertise a loopback address; without a default route it
+    cannot pick one itself. No packet is sent: connecting a UDP socket only routes.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: never contacted
+            ip = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if ip.startswith("127.") else ip
+
+
+def _node_manifest(name: str) -> dict:
+    """A Node for kwok to play, shaped like kwokctl's ``kustomize/kwokctl/resource/node.yaml``."""
+    return yaml.safe_load(f"""
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: {name}
+    kubernetes.io/os: linux
+    kubernetes.io/role: agent
+    node-role.kubernetes.io/agent: ""
+    type: kwok
+status:
+  allocatable: {{cpu: "32", memory: 256Gi, pods: "110"}}
+  capacity: {{cpu: "32", memory: 256Gi, pods: "110"}}
+""")
+
+
+def _node_ready(node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))

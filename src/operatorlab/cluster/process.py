@@ -1,0 +1,113 @@
+"""Start and stop long-running processes that outlive the Python process that started them.
+
+Each process gets its own session (so its process group id equals its pid and a
+signal to the group reaches any children), its stdout and stderr go to one log
+file, and it is identified later by pid *and* executable path, so a recycled pid
+is never mistaken for it (we never ``pkill -f``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+# Popen objects of the processes this interpreter started: lets us reap them, so a
+# stopped child does not linger as a zombie that still answers kill(pid, 0).
+_children: dict[int, subprocess.Popen] = {}
+
+
+def spawn(argv: list[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+    """Start ``argv`` detached in its own session, appending output to ``log``.
+
+    Returns:
+        The pid (also the process-group id).
+
+    Raises:
+        FileNotFoundError: ``argv[0]`` does not exist.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, env=env, cwd=cwd,
+        )
+    _children[proc.pid] = proc
+    return proc.pid
+
+
+def is_running(pid: int | None, executable: str | Path | None = None) -> bool:
+    """Whether ``pid`` is alive (not a zombie) and, if given, runs ``executable``."""
+    if not pid:
+        return False
+    if (child := _children.get(pid)) is not None and child.poll() is not None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+        if executable is not None:
+            exe = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode()
+            return Path(exe) == Path(executable)
+        return True
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except PermissionError:  # someone else's process with that pid: not ours
+        return False
+
+
+def stop(pid: int | None, executable: str | Path | None = None, *, timeout: float = 15.0,
+         sig: int = signal.SIGTERM) -> None:
+    """Signal the process group of ``pid`` (SIGTERM by default), then SIGKILL after ``timeout`` s.
+
+    Does nothing if the process is already gone or is not ``executable``.
+    """
+    if not is_running(pid, executable):
+        _reap(pid)
+        return
+    _signal_group(pid, sig)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not is_running(pid):
+            break
+        time.sleep(0.1)
+    else:
+        _signal_group(pid, signal.SIGKILL)
+        while is_running(pid):
+            time.sleep(0.05)
+    _reap(pid)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        os.kill(pid, sig)
+
+
+def _reap(pid: int | None) -> None:
+    if pid and (child := _children.pop(pid, None)) is not None:
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def tail(log: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log file (empty string if none): for error messages."""
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return ""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (the kernel picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,54 @@
+"""Fixtures for tests that talk to the real cluster (started in the root conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def api_client():
+    """A ``kubernetes.client.ApiClient`` for the session's cluster (admin identity)."""
+    from kubernetes import config
+
+    if not os.environ.get("KUBECONFIG"):
+        pytest.fail("no cluster: KUBECONFIG is unset (the root conftest.py starts one; unit tests need none)")
+    return config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
+
+
+@pytest.fixture(scope="session")
+def core(api_client):
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def custom(api_client):
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short random suffix so parallel tests never share object names."""
+    return uuid.uuid4().hex[:6]
+
+
+@pytest.fixture
+def namespace(core, unique) -> Iterator[str]:
+    """A fresh namespace for one test, deleted (without waiting) afterwards."""
+    from kubernetes import client
+
+    name = f"t-{unique}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    try:
+        core.delete_namespace(name)
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
