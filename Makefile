@@ -14,7 +14,7 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 GO_OK := $(shell go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[6-9]|[3-9][0-9])' && echo yes)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv binaries cluster-up cluster-down cluster-status lab test bench clean
+.PHONY: help setup venv binaries cluster-up cluster-down cluster-status lab test notebooks bench clean
 
 help:
 	@echo "make lab            set up what is missing, start the cluster, open JupyterLab on notebooks/"
@@ -22,6 +22,7 @@ help:
 	@echo "make setup          only install: .venv and the control-plane binaries"
 	@echo "make cluster-up     start (or reuse) the local cluster and apply crds/"
 	@echo "make cluster-down   stop it (state kept; 'operatorlab cluster down --purge' deletes it)"
+	@echo "make notebooks      re-run the notebooks and store their outputs (after changing code they show)"
 	@echo "make bench          benchmarks into bench/results/"
 
 setup: venv binaries
@@ -59,6 +60,14 @@ lab: cluster-up
 # The test session starts its own cluster ("test"), separate from the one `make lab` uses.
 test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# After changing code a notebook reveals or runs: re-execute every notebook against the
+# test cluster and store the fresh outputs that `make test` compares.
+notebooks: setup
+	@$(BIN)/operatorlab cluster up --name test
+	@eval "$$($(BIN)/operatorlab cluster env --name test)" && cd notebooks && \
+	  for nb in *.ipynb; do echo "[notebooks] $$nb"; \
+	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --log-level=WARN "$$nb"; done
 
 bench: setup
 	@$(BIN)/python -m bench

@@ -32,18 +32,20 @@ API 429 or 5xx: overload or outage          TemporaryError  retries after Retry-
                                                             (else 10 s)
 API 403: RBAC denies a verb                 TemporaryError  retries; fixing the
                                                             ClusterRole heals it
-namespace still Terminating                 TemporaryError  retries until it is gone
+namespace Terminating (on GET, or a 403)    TemporaryError  retries until it is gone
 any other error                             unchanged       retries with its backoff
 ==========================================  ==============  ===========================
 
 Fault injection (a teaching hook for the labs): when ``OPERATORLAB_KILL_AT``
-names a point in :func:`reconcile_tenant` (``after-namespace``: the namespace
-exists, the quota not yet; ``after-quota``: both exist, kopf has not recorded
-success), the process SIGKILLs itself there, as a crash or an OOM kill would.
-With ``OPERATORLAB_KILL_ONCE_FILE`` set to a path, it kills only if that file
-does not exist yet, and creates it first, so the restarted operator (same
-environment) survives and must converge. Without that variable it kills every
-time it passes the point: a crash loop.
+names a point in :func:`reconcile_tenant`, the process SIGKILLs itself there,
+as a crash or an OOM kill would, but only when that step has just written
+something (so an up-to-date Tenant passes through unharmed):
+``after-namespace`` right after creating or fixing the namespace, before the
+quota; ``after-quota`` right after creating or fixing the quota, before kopf
+records success. With ``OPERATORLAB_KILL_ONCE_FILE`` set to a path, it kills
+only if that file does not exist yet, and creates it first, so the restarted
+operator (same environment) survives and must converge. Without that variable
+it kills every time: a crash loop.
 
 Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
 
@@ -85,7 +87,6 @@ DEFAULT_RETRY_DELAY = 10.0
 
 KILL_AT_ENV = "OPERATORLAB_KILL_AT"
 KILL_ONCE_FILE_ENV = "OPERATORLAB_KILL_ONCE_FILE"
-KILL_POINTS = ("after-namespace", "after-quota")
 
 # report(reason, message) is called once for every write reconcile_tenant makes.
 Reporter = Callable[[str, str], None]
@@ -192,10 +193,10 @@ def reconcile_tenant(
     report = _ignore if report is None else report
 
     try:
-        _ensure_namespace(core, name, report)
-        _fault_point("after-namespace")
-        _ensure_quota(core, name, cpu, report)
-        _fault_point("after-quota")
+        if _ensure_namespace(core, name, report):
+            _fault_point("after-namespace")
+        if _ensure_quota(core, name, cpu, report):
+            _fault_point("after-quota")
     except ApiException as e:
         routed = _route_api_error(e)
         if routed is None:
@@ -231,7 +232,8 @@ def delete_tenant_namespace(
         raise routed from e
 
 
-def _ensure_namespace(core: CoreV1Api, tenant_name: str, report: Reporter) -> None:
+def _ensure_namespace(core: CoreV1Api, tenant_name: str, report: Reporter) -> bool:
+    """Create or correct the tenant's namespace; return whether it wrote."""
     desired = namespace_manifest(tenant_name)
     name = desired["metadata"]["name"]
     namespace, created = _get_or_create(
@@ -240,7 +242,7 @@ def _ensure_namespace(core: CoreV1Api, tenant_name: str, report: Reporter) -> No
     )
     if created:
         report("NamespaceCreated", f"created namespace {name}")
-        return
+        return True
     if namespace.metadata.deletion_timestamp:
         # Anything created in it now would be refused (403) and vanish anyway.
         raise kopf.TemporaryError(
@@ -254,9 +256,12 @@ def _ensure_namespace(core: CoreV1Api, tenant_name: str, report: Reporter) -> No
     if any(labels.get(key) != value for key, value in wanted.items()):
         core.patch_namespace(name=name, body={"metadata": {"labels": wanted}})
         report("NamespaceLabeled", f"labeled namespace {name} {TENANT_LABEL}={tenant_name}")
+        return True
+    return False
 
 
-def _ensure_quota(core: CoreV1Api, tenant_name: str, cpu: str, report: Reporter) -> None:
+def _ensure_quota(core: CoreV1Api, tenant_name: str, cpu: str, report: Reporter) -> bool:
+    """Create or correct the tenant's ResourceQuota; return whether it wrote."""
     desired = quota_manifest(tenant_name, cpu)
     namespace = desired["metadata"]["namespace"]
     quota, created = _get_or_create(
@@ -265,7 +270,7 @@ def _ensure_quota(core: CoreV1Api, tenant_name: str, cpu: str, report: Reporter)
     )
     if created:
         report("QuotaCreated", f"created ResourceQuota {namespace}/{QUOTA_NAME}, cpu {cpu}")
-        return
+        return True
     # Compare only our keys of spec.hard, as quantities: the API stores "2.5"
     # as "2500m", which is the same amount, not drift.
     hard = (quota.spec.hard if quota.spec else None) or {}
@@ -276,6 +281,8 @@ def _ensure_quota(core: CoreV1Api, tenant_name: str, cpu: str, report: Reporter)
         )
         was = hard.get("limits.cpu", "unset")
         report("QuotaUpdated", f"set ResourceQuota {namespace}/{QUOTA_NAME} cpu to {cpu} (was {was})")
+        return True
+    return False
 
 
 def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[Any, bool]:
@@ -310,6 +317,13 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
     message = _server_message(e)
     if status == 422:
         return kopf.PermanentError(f"the API refused the object (422): {message}; fix the Tenant")
+    if status == 403 and "being terminated" in message:
+        # The NamespaceLifecycle admission plugin, not RBAC: the namespace
+        # was deleted while we were working in it.
+        return kopf.TemporaryError(
+            f"the namespace is being deleted (403): {message}; retrying",
+            delay=DEFAULT_RETRY_DELAY,
+        )
     if status == 403:
         return kopf.TemporaryError(
             f"forbidden (403): {message}; grant the verb in the ClusterRole "

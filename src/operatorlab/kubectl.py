@@ -26,13 +26,14 @@ def executable() -> str:
     raise FileNotFoundError("no kubectl: run `make setup` (builds one) or install kubectl")
 
 
-def kubectl(command: str | list[str], *, check: bool = True, echo: bool = True, stdin: str | None = None) -> str:
-    """Run ``kubectl <command>`` and return its output (stdout, then stderr).
+def kubectl(command: str | list[str], *, check: bool = True, echo: bool = True, stdin: str | None = None) -> str | None:
+    """Run ``kubectl <command>``; print its output, or return it.
 
     Args:
         command: the arguments, as a shell-like string (``"get nodes -o wide"``) or a list.
         check: raise if kubectl exits non-zero (otherwise return its error output).
-        echo: also print the command and its output, as a terminal would.
+        echo: print the command and its output, as a terminal would, and return None
+            (so a notebook shows it once); with ``echo=False`` return the output instead.
         stdin: text fed to kubectl (for ``apply -f -``).
 
     Raises:
@@ -42,7 +43,8 @@ def kubectl(command: str | list[str], *, check: bool = True, echo: bool = True, 
     result = subprocess.run([executable(), *args], input=stdin, capture_output=True, text=True)
     output = (result.stdout + result.stderr).rstrip("\n")
     if echo:
-        print(f"$ kubectl {' '.join(shlex.quote(a) for a in args)}\n{output}")
+        shown = command.strip() if isinstance(command, str) else " ".join(shlex.quote(a) for a in args)
+        print(f"$ kubectl {shown}\n{output}")
     if check and result.returncode != 0:
         raise subprocess.CalledProcessError(result.returncode, ["kubectl", *args], output=output)
-    return output
+    return None if echo else output

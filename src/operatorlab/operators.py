@@ -9,17 +9,30 @@ the cluster through its own kubeconfig, just as it would in production.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import signal
 import sys
 import time
 import urllib.request
+import weakref
 from pathlib import Path
 from types import ModuleType
 
 from operatorlab import paths
 from operatorlab.cluster import process
+
+
+# Operators started by this interpreter: stopped when it exits (a notebook kernel
+# shutting down, a test session ending), so none is left reconciling behind our back.
+_running: weakref.WeakSet[OperatorProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for operator in list(_running):
+        operator.stop(timeout=5)
 
 
 def operator_names() -> list[str]:
@@ -121,7 +134,8 @@ class OperatorProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a") as f:
             f.write(f"\n=== start {time.strftime('%H:%M:%S')}: {' '.join(argv)}\n")
-        self.pid = process.spawn(argv, self.log_path, env=env)
+        self.pid = process.spawn(argv, self.log_path, env=env, die_with_parent=True)
+        _running.add(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.running:
@@ -134,10 +148,12 @@ class OperatorProcess:
     def stop(self, *, timeout: float = 20.0) -> None:
         """Graceful stop (SIGTERM: kopf finishes its handlers' current step), SIGKILL after ``timeout``."""
         process.stop(self.pid, timeout=timeout)
+        _running.discard(self)
 
     def kill(self) -> None:
         """SIGKILL, as the kubelet does when a Pod is killed: no cleanup, no goodbye."""
         process.stop(self.pid, sig=signal.SIGKILL, timeout=5)
+        _running.discard(self)
 
     def wait_exit(self, timeout: float = 30.0) -> bool:
         """Wait for the process to end by itself (e.g. a kill hook fired); True if it did."""

@@ -400,6 +400,22 @@ def test_reconcile_403_is_temporary_and_points_at_rbac() -> None:
     assert raised.value.delay == 10
 
 
+def test_reconcile_403_in_a_terminating_namespace_is_not_blamed_on_rbac() -> None:
+    core = StubCore(
+        read_namespace=namespace(),
+        read_namespaced_resource_quota=api_error(404),
+        create_namespaced_resource_quota=api_error(
+            403,
+            'resourcequotas "tenant-quota" is forbidden: unable to create new content '
+            "in namespace tenant-blue because it is being terminated",
+        ),
+    )
+    with pytest.raises(kopf.TemporaryError) as raised:
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+    assert "being deleted" in str(raised.value)
+    assert "ClusterRole" not in str(raised.value)
+
+
 @pytest.mark.parametrize("status", [400, 401])
 def test_reconcile_other_api_errors_are_left_alone(status: int) -> None:
     error = api_error(status)
@@ -497,6 +513,18 @@ def test_kill_hook_kills_once_after_the_namespace(
     status = op.reconcile_tenant("blue", {"cpuQuota": 2}, core=fresh_core())
     assert status["phase"] == "Ready"
     assert kills == [op.signal.SIGKILL]
+
+
+def test_kill_hook_spares_a_tenant_that_needs_no_write(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kills: list[int]
+) -> None:
+    # Resumed at startup, an up-to-date Tenant must not use up the one kill.
+    monkeypatch.setenv("OPERATORLAB_KILL_AT", "after-namespace")
+    monkeypatch.setenv("OPERATORLAB_KILL_ONCE_FILE", str(tmp_path / "killed-once"))
+    core = StubCore(read_namespace=namespace(), read_namespaced_resource_quota=quota("2"))
+    op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+    assert kills == []
+    assert not (tmp_path / "killed-once").exists()
 
 
 def test_kill_hook_without_a_marker_kills_every_time(

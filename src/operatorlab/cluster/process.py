@@ -8,10 +8,12 @@ is never mistaken for it (we never ``pkill -f``).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -20,8 +22,14 @@ from pathlib import Path
 _children: dict[int, subprocess.Popen] = {}
 
 
-def spawn(argv: list[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+def spawn(argv: list[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None,
+          die_with_parent: bool = False) -> int:
     """Start ``argv`` detached in its own session, appending output to ``log``.
+
+    Args:
+        die_with_parent: have the kernel SIGTERM the process when the thread that started
+            it dies (Linux ``PR_SET_PDEATHSIG``), even if that thread's process is SIGKILLed.
+            Only honoured from the main thread, since a worker thread's exit would trigger it.
 
     Returns:
         The pid (also the process-group id).
@@ -34,9 +42,19 @@ def spawn(argv: list[str], log: Path, *, env: dict[str, str] | None = None, cwd:
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True, env=env, cwd=cwd,
+            preexec_fn=_die_with_parent if die_with_parent and _in_main_thread() else None,
         )
     _children[proc.pid] = proc
     return proc.pid
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def is_running(pid: int | None, executable: str | Path | None = None) -> bool:

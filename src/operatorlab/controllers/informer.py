@@ -442,11 +442,15 @@ class InformerController:
 
         Raises:
             TimeoutError: the cache did not sync within ``sync_timeout`` s.
+            RuntimeError: it was stopped before: its queue is shut down for good;
+                create a new controller (a restarted process starts empty too).
         """
+        if self.queue.shutting_down():
+            raise RuntimeError("a stopped InformerController cannot start again: create a new one")
         self._stopping.clear()
         self.informer.start()
         if not self.informer.wait_for_cache_sync(sync_timeout):
-            self.informer.stop()
+            self.stop()
             raise TimeoutError(f"informer controller: cache not synced within {sync_timeout}s")
         self._threads = [
             threading.Thread(target=self._run_worker, name=f"tenant-worker-{i}", daemon=True) for i in range(self.workers)
@@ -468,6 +472,7 @@ class InformerController:
         stuck = [t.name for t in self._threads if t.is_alive()]
         self._threads = []
         self.informer.stop(timeout)
+        self.api.close()
         if stuck:
             raise TimeoutError(f"informer controller: workers still running after {timeout}s: {stuck}")
 

@@ -234,6 +234,8 @@ class Reflector:
         if self._thread is not None:
             raise RuntimeError(f"reflector {self.name}: already started")
         self._stopping.clear()
+        self._synced.clear()  # a restart lists again before it counts as synced
+        self._relist_requested.clear()
         self._thread = threading.Thread(target=self._run, name=f"reflector-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -550,6 +552,7 @@ class ListWatchController:
             self._timer.join(timeout)
             self._timer = None
         self.reflector.stop(timeout)
+        self.api.close()  # its connections; a later start() opens new ones
 
     def _relist_loop(self) -> None:
         assert self.relist_period

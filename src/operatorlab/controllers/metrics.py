@@ -59,7 +59,8 @@ class ApiRequest:
             HTTP method for a non-resource path such as ``/metrics``.
         resource: plural resource (``tenants``, ``namespaces``), or the path
             for a non-resource request.
-        namespace, name, subresource: from the path; ``""`` when absent.
+        namespace, name, subresource: from the path (for a create, the name
+            from the body's ``metadata.name``); ``""`` when absent.
         method: the HTTP method.
         path: the URL path, without the query.
         status: HTTP status code; 0 if no response arrived (connection error).
@@ -207,7 +208,7 @@ class CountingApiClient(client.ApiClient):
                 status = int(e.status or 0)
                 raise
             finally:
-                self._record(method, url, kw.get("query_params"), status, time.monotonic() - started, wall)
+                self._record(method, url, kw.get("query_params"), kw.get("body"), status, time.monotonic() - started, wall)
 
         rest.request = counted_request
 
@@ -252,8 +253,10 @@ class CountingApiClient(client.ApiClient):
         with self._counts_lock:
             self._listeners.append(listener)
 
-    def _record(self, method: str, url: str, query: Any, status: int, seconds: float, wall: float) -> None:
+    def _record(self, method: str, url: str, query: Any, body: Any, status: int, seconds: float, wall: float) -> None:
         info = classify_request(method, url, query)
+        if info["verb"] == "create" and not info["name"] and isinstance(body, Mapping):
+            info["name"] = str((body.get("metadata") or {}).get("name") or "")
         request = ApiRequest(method=method.upper(), path=urlsplit(url).path, status=status, seconds=seconds, time=wall, **info)
         with self._counts_lock:
             self._counts[(request.verb, request.resource)] += 1

@@ -176,6 +176,7 @@ class PollingController:
             thread.join(timeout)
             if thread.is_alive():
                 raise TimeoutError(f"polling: tick still running after {timeout}s")
+        self.api.close()  # its connections; tick() or start() opens new ones
 
     def _run(self) -> None:
         while not self._stopping.is_set():

@@ -1,0 +1,205 @@
+"""The kopf Tenant operator against the real cluster: every claim of issue 2, section 5.
+
+All tests here share one xdist group: two Tenant operators at once would both
+reconcile every (cluster-scoped) Tenant.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from operatorlab.operators import OperatorProcess
+from operatorlab.wait import eventually
+
+pytestmark = pytest.mark.xdist_group("tenant-operator")
+
+TENANTS = ("hedronite.io", "v1", "tenants")
+FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+
+
+def tenant(name: str, cpu_quota: object) -> dict:
+    return {"apiVersion": "hedronite.io/v1", "kind": "Tenant", "metadata": {"name": name},
+            "spec": {"cpuQuota": cpu_quota, "displayName": f"Team {name}"}}
+
+
+@pytest.fixture
+def tenants(custom, core) -> Iterator[list[str]]:
+    """Names of Tenants a test created; deleted (finalizers stripped) and waited for afterwards."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        try:
+            custom.patch_cluster_custom_object(*TENANTS, name, {"metadata": {"finalizers": None}})
+            custom.delete_cluster_custom_object(*TENANTS, name)
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+        try:
+            core.delete_namespace(f"tenant-{name}")
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+
+
+@pytest.fixture
+def operator(tmp_path) -> Iterator[OperatorProcess]:
+    op = OperatorProcess("tenant", log_path=tmp_path / "operator.log").start()
+    yield op
+    op.stop()
+
+
+def _status(custom, name: str) -> dict:
+    return custom.get_cluster_custom_object(*TENANTS, name).get("status", {})
+
+
+def _hard(core, name: str) -> dict:
+    return core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}").spec.hard
+
+
+def _namespace_names(core) -> set[str]:
+    return {n.metadata.name for n in core.list_namespace().items}
+
+
+def test_create_makes_namespace_and_quota_and_fills_status(operator, custom, core, tenants, unique):
+    name = f"create-{unique}"
+    tenants.append(name)
+    custom.create_cluster_custom_object(*TENANTS, tenant(name, "2"))
+    status = eventually(lambda: _status(custom, name).get("phase") == "Ready" and _status(custom, name),
+                        timeout=30, message="status Ready")
+    assert status["namespace"] == f"tenant-{name}"
+    assert status["cpuQuota"] == "2"
+    assert core.read_namespace(f"tenant-{name}").metadata.labels["hedronite.io/tenant"] == name
+    assert _hard(core, name) == {"limits.cpu": "2", "requests.cpu": "2"}
+    reasons = {e.reason for e in core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={name}").items}
+    assert {"NamespaceCreated", "QuotaCreated"} <= reasons
+
+
+def test_changing_cpu_quota_patches_the_quota(operator, custom, core, tenants, unique):
+    name = f"update-{unique}"
+    tenants.append(name)
+    custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+    eventually(lambda: _hard(core, name)["limits.cpu"] == "1", timeout=30, message="quota 1")
+    uid = core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}").metadata.uid
+    custom.patch_cluster_custom_object(*TENANTS, name, {"spec": {"cpuQuota": "2500m"}})
+    eventually(lambda: _hard(core, name)["limits.cpu"] == "2500m", timeout=30, message="quota patched")
+    # Patched in place, not deleted and re-created.
+    assert core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}").metadata.uid == uid
+    eventually(lambda: _status(custom, name).get("cpuQuota") == "2500m", timeout=30, message="status follows")
+
+
+def test_delete_removes_the_namespace_then_the_tenant(operator, custom, core, tenants, unique):
+    name = f"delete-{unique}"
+    tenants.append(name)
+    custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+    eventually(lambda: _status(custom, name).get("phase") == "Ready", timeout=30, message="Ready")
+    assert FINALIZER in custom.get_cluster_custom_object(*TENANTS, name)["metadata"]["finalizers"]
+    custom.delete_cluster_custom_object(*TENANTS, name)
+    # The namespace controller really finishes: the namespace is gone, not just Terminating.
+    eventually(lambda: f"tenant-{name}" not in _namespace_names(core), timeout=120, message="namespace gone")
+    eventually(lambda: name not in {t["metadata"]["name"] for t in
+                                    custom.list_cluster_custom_object(*TENANTS)["items"]},
+               timeout=30, message="Tenant gone")
+
+
+def test_sigkill_mid_reconcile_then_restart_converges_without_duplicates(custom, core, tenants, unique, tmp_path):
+    names = [f"kill-{unique}-{i}" for i in range(5)]
+    tenants.extend(names)
+    crashy = OperatorProcess("tenant", log_path=tmp_path / "crashy.log", env={
+        "OPERATORLAB_KILL_AT": "after-namespace", "OPERATORLAB_KILL_ONCE_FILE": str(tmp_path / "killed")})
+    crashy.start()
+    for name in names:
+        custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+    assert crashy.wait_exit(timeout=30), "the kill hook did not fire"
+    assert (tmp_path / "killed").exists()
+    # Half-done: at least one namespace exists without its quota.
+    half_done = [n for n in names if f"tenant-{n}" in _namespace_names(core)
+                 and not core.list_namespaced_resource_quota(f"tenant-{n}").items]
+    assert half_done, "expected a namespace without quota after the kill"
+    crashy.start()
+    try:
+        for name in names:
+            eventually(lambda n=name: _status(custom, n).get("phase") == "Ready", timeout=60, message=f"{name} Ready")
+        for name in names:
+            quotas = core.list_namespaced_resource_quota(f"tenant-{name}").items
+            assert [q.metadata.name for q in quotas] == ["tenant-quota"]
+        labelled = core.list_namespace(label_selector="hedronite.io/tenant").items
+        assert sorted(n.metadata.name for n in labelled if n.metadata.name.startswith(f"tenant-kill-{unique}")) == \
+            sorted(f"tenant-{n}" for n in names)
+    finally:
+        crashy.stop()
+
+
+def test_resume_recreates_a_namespace_deleted_while_the_operator_was_down(custom, core, tenants, unique, tmp_path):
+    name = f"resume-{unique}"
+    tenants.append(name)
+    op = OperatorProcess("tenant", log_path=tmp_path / "op.log").start()
+    custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+    eventually(lambda: _status(custom, name).get("phase") == "Ready", timeout=30, message="Ready")
+    op.stop()
+    core.delete_namespace(f"tenant-{name}")
+    eventually(lambda: f"tenant-{name}" not in _namespace_names(core), timeout=120, message="namespace gone")
+    time.sleep(1)
+    assert f"tenant-{name}" not in _namespace_names(core), "nothing recreates it while the operator is down"
+    op.start()
+    try:
+        eventually(lambda: _hard(core, name)["limits.cpu"] == "1", timeout=60, message="on.resume recreated it")
+        assert "resum" in op.log().lower()
+    finally:
+        op.stop()
+
+
+@pytest.mark.parametrize(("name", "cpu_quota", "field"), [
+    ("dotted.name", "1", "metadata.name"),
+    ("x" * 57, "1", "metadata.name"),   # tenant-<57 chars> is 64: longer than a DNS-1123 label
+    ("badquota", "four", "spec.cpuQuota"),
+    ("negative", -1, "spec.cpuQuota"),
+])
+def test_bad_specs_are_refused_by_the_schema(custom, name, cpu_quota, field):
+    with pytest.raises(client.ApiException) as refused:
+        custom.create_cluster_custom_object(*TENANTS, tenant(name, cpu_quota))
+    assert refused.value.status == 422
+    assert field in json.loads(refused.value.body)["message"]
+
+
+@pytest.fixture
+def loose_tenant_schema(api_client) -> Iterator[None]:
+    """The Tenant CRD without its metadata.name rule, as an older CRD version might have been.
+
+    Objects stored under an older, looser schema stay stored when the schema tightens:
+    the operator must cope with input the current schema would refuse.
+    """
+    from operatorlab import paths
+    from operatorlab.cluster import manifests
+
+    ext = client.ApiextensionsV1Api(api_client)
+    ext.patch_custom_resource_definition("tenants.hedronite.io", [
+        {"op": "remove", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/metadata"}])
+    yield
+    manifests.apply(api_client, manifests.load(paths.crds_dir() / "tenant.yaml"))
+
+
+def test_input_that_slipped_past_the_schema_is_reported_not_retried(
+        operator, custom, core, tenants, unique, loose_tenant_schema):
+    name = f"dotted.{unique}"  # a fine Tenant name, but tenant-dotted.x is no namespace name
+    tenants.append(name)
+    eventually(lambda: custom.create_cluster_custom_object(*TENANTS, tenant(name, "1")),
+               timeout=30, message="the looser schema takes effect")
+    status = eventually(lambda: _status(custom, name).get("phase") == "Failed" and _status(custom, name),
+                        timeout=30, message="status Failed")
+    assert "DNS-1123" in status["message"] and "rename the Tenant" in status["message"]
+    events = core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+    assert [e.reason for e in events if e.type == "Warning"] == ["ReconcileFailed"]
+    time.sleep(3)  # a retry storm would show up as more attempts by now
+    assert operator.running
+    assert operator.log().count(f"tenant name {name!r} cannot be used") <= 2
+    # Deleting it is not blocked by a finalizer that can never succeed.
+    custom.delete_cluster_custom_object(*TENANTS, name)
+    eventually(lambda: name not in {t["metadata"]["name"] for t in
+                                    custom.list_cluster_custom_object(*TENANTS)["items"]},
+               timeout=30, message="Tenant deleted")
