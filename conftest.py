@@ -16,6 +16,8 @@ notebook's cells) is pinned to one xdist group; run with ``--dist loadgroup``.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from pathlib import Path
 
@@ -58,6 +60,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _started.down(purge=True, log=lambda line: print(f"[cluster] {line}", flush=True))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.fspath))
@@ -67,11 +70,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+@functools.cache
 def _notebook_groups(path: Path) -> str:
     # A notebook that runs the Tenant operator says so in its metadata:
     # {"operatorlab": {"xdist_group": "tenant"}}; such notebooks share a group with the
     # Tenant operator tests, because two Tenant operators would both reconcile every Tenant.
-    import json
-
     meta = json.loads(path.read_text()).get("metadata", {})
     return meta.get("operatorlab", {}).get("xdist_group", "")
