@@ -47,6 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
     provider = os.environ.get("OPERATORLAB_CLUSTER", "local")
     cluster = get_cluster() if provider == "existing" else LocalCluster(os.environ.get("OPERATORLAB_TEST_CLUSTER", "test"))
     was_up = cluster.is_up()
+    if provider != "existing" and not was_up:
+        cluster.down(purge=True, log=lambda _: None)  # no leftovers from an earlier session
     cluster.up(log=lambda line: print(f"[cluster] {line}", flush=True))
     if provider != "existing" and not was_up:
         _started = cluster
