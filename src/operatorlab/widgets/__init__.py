@@ -1,0 +1,15 @@
+"""ipywidgets views for the notebooks: what a controller sees and does, live.
+
+- :class:`EventTimeline`: each watch event (and reflector marker) as it arrives.
+- :class:`QueuePanel`: a work queue's depth and counters (adds, dedups, retries...).
+
+Both are fed from background threads (a reflector, a work queue's listeners);
+ipywidgets synchronises widget state with the browser from any thread. Their
+plain-text form is stable (``EventTimeline()``), so nbval can compare the cells
+that display them; the live content is for people.
+"""
+
+from operatorlab.widgets.queue import QueuePanel
+from operatorlab.widgets.timeline import EventTimeline
+
+__all__ = ["EventTimeline", "QueuePanel"]
