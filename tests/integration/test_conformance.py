@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tenant_helpers import Tenants, tenants  # noqa: F401 - fixture
 
 from operatorlab.controllers.informer import InformerController
 from operatorlab.controllers.listwatch import ListWatchController
@@ -63,12 +62,9 @@ class Implementation:
         if running is not None:
             running.stop()
 
-    def log(self) -> str:
-        return self._running.log()[-3000:] if isinstance(self._running, OperatorProcess) else ""
-
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-def controller(request, api_client, tenants: Tenants) -> Iterator[Implementation]:  # noqa: F811
+def controller(request, api_client, tenant_set) -> Iterator[Implementation]:
     """The implementation under test, running; stopped before the test's Tenants are cleaned up."""
     implementation = Implementation(request.param, api_client)
     implementation.start()
@@ -78,51 +74,51 @@ def controller(request, api_client, tenants: Tenants) -> Iterator[Implementation
         implementation.stop()
 
 
-def test_create(controller: Implementation, tenants: Tenants) -> None:
-    name = tenants.name("create")
-    tenants.create(name, cpu="2")
-    tenants.wait_converged([name], "2", timeout=TIMEOUT)
+def test_create(controller: Implementation, tenant_set) -> None:
+    name = tenant_set.name("create")
+    tenant_set.create(name, "2")
+    tenant_set.wait_converged([name], "2", timeout=TIMEOUT)
 
 
-def test_update_cpu_quota(controller: Implementation, tenants: Tenants) -> None:
-    name = tenants.name("update")
-    tenants.create(name, cpu="1")
-    tenants.wait_converged([name], "1", timeout=TIMEOUT)
-    tenants.set_cpu(name, "2500m")
-    tenants.wait_converged([name], "2.5", timeout=TIMEOUT)
+def test_update_cpu_quota(controller: Implementation, tenant_set) -> None:
+    name = tenant_set.name("update")
+    tenant_set.create(name, "1")
+    tenant_set.wait_converged([name], "1", timeout=TIMEOUT)
+    tenant_set.set_cpu(name, "2500m")
+    tenant_set.wait_converged([name], "2.5", timeout=TIMEOUT)
 
 
-def test_delete(controller: Implementation, tenants: Tenants) -> None:
-    name, other = tenants.name("delete"), tenants.name("stays")
-    tenants.create(name, cpu="1")
-    tenants.create(other, cpu="1")
-    tenants.wait_converged([name, other], "1", timeout=TIMEOUT)
-    tenants.delete(name)
-    eventually(lambda: tenants.get(name) is None, timeout=TIMEOUT, message=f"tenant {name} gone")
-    eventually(lambda: tenants.namespace_gone_or_terminating(name), timeout=TIMEOUT,
+def test_delete(controller: Implementation, tenant_set) -> None:
+    name, other = tenant_set.name("delete"), tenant_set.name("stays")
+    tenant_set.create(name, "1")
+    tenant_set.create(other, "1")
+    tenant_set.wait_converged([name, other], "1", timeout=TIMEOUT)
+    tenant_set.delete(name)
+    eventually(lambda: tenant_set.find(name) is None, timeout=TIMEOUT, message=f"tenant {name} gone")
+    eventually(lambda: tenant_set.namespace_gone_or_terminating(name), timeout=TIMEOUT,
                message=f"namespace of {name} gone or terminating")
-    assert tenants.converged(other, "1")  # only that one
+    assert tenant_set.converged(other, "1")  # only that one
 
 
-def test_restart_closes_the_gap(controller: Implementation, tenants: Tenants) -> None:
-    name, changed = tenants.name("gap"), tenants.name("changed")
-    tenants.create(name, cpu="1")
-    tenants.create(changed, cpu="1")
-    tenants.wait_converged([name, changed], "1", timeout=TIMEOUT)
+def test_restart_closes_the_gap(controller: Implementation, tenant_set) -> None:
+    name, changed = tenant_set.name("gap"), tenant_set.name("changed")
+    tenant_set.create(name, "1")
+    tenant_set.create(changed, "1")
+    tenant_set.wait_converged([name, changed], "1", timeout=TIMEOUT)
 
     controller.stop()
-    tenants.delete_namespace(name)
-    eventually(lambda: tenants.namespace_gone(name), timeout=TIMEOUT, message="namespace deleted by hand")
-    tenants.set_cpu(changed, "3")
-    assert not tenants.converged(name, "1") and not tenants.converged(changed, "3")  # nobody is fixing it
+    tenant_set.delete_namespace(name)
+    eventually(lambda: tenant_set.namespace_gone(name), timeout=TIMEOUT, message="namespace deleted by hand")
+    tenant_set.set_cpu(changed, "3")
+    assert not tenant_set.converged(name, "1") and not tenant_set.converged(changed, "3")  # nobody is fixing it
 
     controller.start()
-    tenants.wait_converged([name], "1", timeout=TIMEOUT)
-    tenants.wait_converged([changed], "3", timeout=TIMEOUT)
+    tenant_set.wait_converged([name], "1", timeout=TIMEOUT)
+    tenant_set.wait_converged([changed], "3", timeout=TIMEOUT)
 
 
-def test_many_tenants_at_once(controller: Implementation, tenants: Tenants) -> None:
-    names = [tenants.name(f"many-{i}") for i in range(30)]
+def test_many_tenants_at_once(controller: Implementation, tenant_set) -> None:
+    names = [tenant_set.name(f"many-{i}") for i in range(30)]
     for i, name in enumerate(names):
-        tenants.create(name, cpu=str(1 + i % 4))
-    tenants.wait_converged(names, {n: str(1 + i % 4) for i, n in enumerate(names)}, timeout=TIMEOUT)
+        tenant_set.create(name, str(1 + i % 4))
+    tenant_set.wait_converged(names, {n: str(1 + i % 4) for i, n in enumerate(names)}, timeout=TIMEOUT)

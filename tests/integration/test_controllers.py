@@ -6,19 +6,24 @@ from their CountingApiClient, the server's from its /metrics.
 
 from __future__ import annotations
 
+import time
+
 import kopf
 import pytest
-from tenant_helpers import Tenants, namespace_of, tenants  # noqa: F401 - fixture
+from kubernetes import client
 
 from operatorlab.controllers.controller import TenantReconciler
 from operatorlab.controllers.informer import InformerController
-from operatorlab.controllers.listwatch import ListWatchController, WatchEvent
+from operatorlab.controllers.listwatch import TENANTS, ListWatchController, Reflector, WatchEvent
 from operatorlab.controllers.metrics import ApiRequest, read_apiserver_requests
 from operatorlab.controllers.polling import PollingController
 from operatorlab.controllers.workqueue import ItemExponentialFailureRateLimiter
+from operatorlab.operators import load_module
 from operatorlab.wait import eventually
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
+
+namespace_of = load_module("tenant").namespace_name  # the operator's own rule: tenant-<name>
 
 N = 10
 
@@ -36,47 +41,51 @@ def writes_for(controller, names: list[str]) -> list[ApiRequest]:
 # -- polling ----------------------------------------------------------------------------
 
 
-def test_polling_converges_and_costs_one_list_plus_two_gets_per_tenant_per_tick(api_client, tenants: Tenants) -> None:
-    names = [tenants.name(i) for i in range(N)]
+def test_polling_converges_and_costs_one_list_plus_two_gets_per_tenant_per_tick(api_client, tenant_set) -> None:
+    names = [tenant_set.name(i) for i in range(N)]
     for name in names:
-        tenants.create(name, cpu="2")
+        tenant_set.create(name, "2")
     controller = PollingController(api_client, interval=1.0)
 
     first = controller.tick()
     assert first.failed == 0
-    tenants.wait_converged(names, "2", timeout=10)  # converged by that one tick
+    tenant_set.wait_converged(names, "2", timeout=10)  # converged by that one tick
     assert len([r for r in writes_for(controller, names) if r.verb == "create"]) == 2 * N
 
-    server_before = read_apiserver_requests(api_client)
+    server_before, server_before_time = read_apiserver_requests(api_client), time.time()
     steady = controller.tick()
     server_window = read_apiserver_requests(api_client) - server_before
 
     # Steady state: nothing to change, still a LIST plus a GET of namespace and quota per Tenant,
-    # plus the orphan sweep's LIST of namespaces. (steady.tenants may include other tests' leftovers.)
-    assert steady.tenants >= N and steady.failed == 0
-    assert steady.requests.by_verb_resource == {
+    # plus the orphan sweep's LIST of namespaces. (The cluster may hold other tests' leftover
+    # Tenants: they count too; one being deleted costs a DELETE of its namespace instead.)
+    assert steady.reconciled >= N and steady.failed == 0
+    expected = {
         ("list", "tenants"): 1,
         ("list", "namespaces"): 1,
-        ("get", "namespaces"): steady.tenants,
-        ("get", "resourcequotas"): steady.tenants,
+        ("get", "namespaces"): steady.reconciled,
+        ("get", "resourcequotas"): steady.reconciled,
+        ("delete", "namespaces"): steady.cleaned_up,
     }
-    assert steady.requests.writes == 0
+    assert steady.requests.by_verb_resource == {k: n for k, n in expected.items() if n}
+    assert steady.requests.writes == steady.cleaned_up
+    assert not [r for r in writes_for(controller, names) if r.time > server_before_time]
     # The server saw at least our requests (it also serves the control plane's own).
     assert server_window.count("list", "tenants") >= 1
-    assert server_window.count("get", "namespaces") >= steady.tenants
-    assert server_window.count("get", "resourcequotas") >= steady.tenants
+    assert server_window.count("get", "namespaces") >= steady.reconciled
+    assert server_window.count("get", "resourcequotas") >= steady.reconciled
 
 
-def test_polling_thread_converges_updates_and_sweeps_deleted_tenants(api_client, tenants: Tenants) -> None:
-    names = [tenants.name(i) for i in range(3)]
+def test_polling_thread_converges_updates_and_sweeps_deleted_tenants(api_client, tenant_set) -> None:
+    names = [tenant_set.name(i) for i in range(3)]
     for name in names:
-        tenants.create(name, cpu="1")
+        tenant_set.create(name, "1")
     with PollingController(api_client, interval=0.5) as controller:
-        tenants.wait_converged(names, "1")
-        tenants.set_cpu(names[0], "3")
-        tenants.wait_converged(names[:1], "3")
-        tenants.delete(names[1])
-        eventually(lambda: tenants.namespace_gone_or_terminating(names[1]), message="orphan namespace swept")
+        tenant_set.wait_converged(names, "1")
+        tenant_set.set_cpu(names[0], "3")
+        tenant_set.wait_converged(names[:1], "3")
+        tenant_set.delete(names[1])
+        eventually(lambda: tenant_set.namespace_gone_or_terminating(names[1]), message="orphan namespace swept")
     assert controller.stats().cleanups >= 1
     assert controller.ticks >= 2
 
@@ -98,36 +107,42 @@ class RecordingSink:
         self.applied.append(event)
 
 
-def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stream(api_client) -> None:
-    from operatorlab.controllers.listwatch import TENANTS, Reflector
-
+def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stream(api_client, tenant_set) -> None:
     sink, events = RecordingSink(), []
     reflector = Reflector(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch after 8 s
     reflector.on_event(events.append)
     reflector.start()
     try:
         assert reflector.wait_for_sync(30)
-        # kube-apiserver sends a BOOKMARK about 2 s before a watch's timeout, then ends the stream
-        eventually(lambda: "WATCH" in [e.type for e in events][[e.type for e in events].index("CLOSED"):]
-                   if "CLOSED" in [e.type for e in events] else False,
-                   timeout=30, message="a stream ended by the server, and a new watch")
+        # kube-apiserver's watch cache sends a BOOKMARK about 2 s before the timeout, but only
+        # once its resourceVersion has moved past the one the watch started from: make a change.
+        name = tenant_set.name("bookmark")
+        tenant_set.create(name)
+
+        def closed_and_rewatched() -> bool:
+            types = [e.type for e in events]
+            return "CLOSED" in types and "WATCH" in types[types.index("CLOSED"):]
+
+        eventually(closed_and_rewatched, timeout=30, message="a stream ended by the server, and a new watch")
     finally:
         reflector.stop()
     assert len(sink.lists) == 1 and reflector.lists == 1  # a normal end needs no relist
     first_close = next(i for i, e in enumerate(events) if e.type == "CLOSED")
-    bookmarks = [e for e in events[:first_close] if e.type == "BOOKMARK"]
-    assert bookmarks and all(b.name == "" and b.resource_version for b in bookmarks), [e.type for e in events]
+    first_stream = events[:first_close]
+    added = [e for e in first_stream if e.type == "ADDED" and e.name == name]
+    bookmarks = [e for e in first_stream if e.type == "BOOKMARK"]
+    assert added and bookmarks, [e.type for e in events]
+    assert all(b.name == "" and int(b.resource_version) >= int(added[0].resource_version) for b in bookmarks)
     assert any(e.type == "BOOKMARK" for e in sink.applied)
-    # the re-watch starts from where the stream ended: the last bookmark's resourceVersion
-    assert events[first_close].resource_version == bookmarks[-1].resource_version
-    assert events[first_close + 1].type == "WATCH"
-    assert events[first_close + 1].resource_version == bookmarks[-1].resource_version
+    # the re-watch starts where the stream ended: at the last bookmark's resourceVersion
+    rewatch = events[first_close + 1]
+    assert rewatch.type == "WATCH" and rewatch.resource_version == bookmarks[-1].resource_version
     assert events[-1].type == "CLOSED" and not reflector.running
 
 
-def resume_and_relist(controller, tenants: Tenants, names: list[str], events: list[WatchEvent]) -> None:
+def resume_and_relist(controller, tenant_set, names: list[str], events: list[WatchEvent]) -> None:
     """Shared by list-watch and informer: a dropped stream resumes, a 410 relists."""
-    reflector = controller.reflector if hasattr(controller, "reflector") else controller.informer.reflector
+    reflector = controller.reflector
 
     # 1. A dropped connection: re-watch from the last resourceVersion, no relist.
     lists, watches = reflector.lists, reflector.watches
@@ -137,13 +152,13 @@ def resume_and_relist(controller, tenants: Tenants, names: list[str], events: li
     dropped = next(e for e in events if e.type == "DROPPED")
     rewatch = next(e for e in events[events.index(dropped):] if e.type == "WATCH")
     assert rewatch.resource_version == dropped.resource_version != ""  # resumed where it was
-    tenants.set_cpu(names[0], "2")
-    tenants.wait_converged(names[:1], "2")
+    tenant_set.set_cpu(names[0], "2")
+    tenant_set.wait_converged(names[:1], "2")
 
     # 2. Resuming from an older resourceVersion replays exactly the events after it.
     before_change = reflector.resource_version
-    tenants.set_cpu(names[1], "3")
-    tenants.wait_converged(names[1:2], "3")
+    tenant_set.set_cpu(names[1], "3")
+    tenant_set.wait_converged(names[1:2], "3")
     seen = [e.resource_version for e in events if e.type == "MODIFIED" and e.name == names[1]]
     writes, reconciles = controller.stats().writes, controller.stats().reconciles
     mark = len(events)
@@ -164,59 +179,78 @@ def resume_and_relist(controller, tenants: Tenants, names: list[str], events: li
     assert after[:2] == ["ERROR", "LIST"] and "WATCH" in after
     assert controller.stats().relists >= 1
     # and it still works: a change after the relist converges
-    tenants.set_cpu(names[2], "4")
-    tenants.wait_converged(names[2:3], "4")
+    tenant_set.set_cpu(names[2], "4")
+    tenant_set.wait_converged(names[2:3], "4")
 
 
-def test_listwatch_converges_survives_a_dropped_watch_and_recovers_from_410(api_client, tenants: Tenants) -> None:
-    names = [tenants.name(i) for i in range(N)]
+def test_listwatch_converges_survives_a_dropped_watch_and_recovers_from_410(api_client, tenant_set) -> None:
+    names = [tenant_set.name(i) for i in range(N)]
     for name in names[: N // 2]:  # these the first LIST finds ...
-        tenants.create(name, cpu="1")
+        tenant_set.create(name, "1")
     events: list[WatchEvent] = []
     controller = ListWatchController(api_client, watch_timeout=60)
     controller.on_event(events.append)
     with controller:
         for name in names[N // 2 :]:  # ... these arrive as ADDED events
-            tenants.create(name, cpu="1")
-        tenants.wait_converged(names, "1")
+            tenant_set.create(name, "1")
+        tenant_set.wait_converged(names, "1")
         assert controller.stats().lists == 1 and controller.stats().watches == 1
-        resume_and_relist(controller, tenants, names, events)
-        tenants.delete(names[3])
-        eventually(lambda: tenants.namespace_gone_or_terminating(names[3]), message="namespace of deleted tenant")
+        resume_and_relist(controller, tenant_set, names, events)
+        tenant_set.delete(names[3])
+        eventually(lambda: tenant_set.namespace_gone_or_terminating(names[3]), message="namespace of deleted tenant")
     assert not controller.reflector.running
     assert {e.type for e in events} >= {"LIST", "WATCH", "ADDED", "MODIFIED", "DELETED", "DROPPED", "ERROR"}
+
+
+def test_listwatch_retries_a_failed_reconcile_only_at_the_next_relist(api_client, core, tenant_set) -> None:
+    name = tenant_set.name("held")
+    namespace = namespace_of(name)
+    hold_terminating(core, namespace)  # reconcile_tenant raises TemporaryError while it exists
+    try:
+        events: list[WatchEvent] = []
+        with ListWatchController(api_client, watch_timeout=60, relist_period=1.0) as controller:
+            controller.on_event(events.append)
+            tenant_set.create(name, "1")
+            eventually(lambda: controller.stats().failures >= 1, message="the reconcile failed")
+            release(core, namespace)
+            tenant_set.wait_converged([name], "1", timeout=30)
+            # no queue, no retry: what fixed it was a periodic relist (a LIST, then a reconcile of everything)
+            assert controller.stats().relists >= 1
+            assert [e.type for e in events].count("LIST") >= 1
+    finally:
+        release(core, namespace)
 
 
 # -- informer + work queue ------------------------------------------------------------------
 
 
-def test_informer_converges_survives_a_dropped_watch_and_recovers_from_410(api_client, tenants: Tenants) -> None:
-    names = [tenants.name(i) for i in range(N)]
+def test_informer_converges_survives_a_dropped_watch_and_recovers_from_410(api_client, tenant_set) -> None:
+    names = [tenant_set.name(i) for i in range(N)]
     for name in names[: N // 2]:
-        tenants.create(name, cpu="1")
+        tenant_set.create(name, "1")
     events: list[WatchEvent] = []
     controller = InformerController(api_client, workers=2, watch_timeout=60)
     controller.on_event(events.append)
     with controller:
         for name in names[N // 2 :]:
-            tenants.create(name, cpu="1")
-        tenants.wait_converged(names, "1")
+            tenant_set.create(name, "1")
+        tenant_set.wait_converged(names, "1")
         assert len(controller.informer.list()) >= N
-        resume_and_relist(controller, tenants, names, events)
+        resume_and_relist(controller, tenant_set, names, events)
         # the cache followed every change
         assert controller.informer.get(names[2])["spec"]["cpuQuota"] == "4"
-        tenants.delete(names[3])
-        eventually(lambda: tenants.namespace_gone_or_terminating(names[3]), message="namespace of deleted tenant")
+        tenant_set.delete(names[3])
+        eventually(lambda: tenant_set.namespace_gone_or_terminating(names[3]), message="namespace of deleted tenant")
         eventually(lambda: controller.informer.get(names[3]) is None, message="deleted from the cache")
     assert controller.stats().failures == 0
 
 
-def test_informer_writes_at_most_once_per_changed_object(api_client, tenants: Tenants) -> None:
-    names = [tenants.name(i) for i in range(N)]
+def test_informer_writes_at_most_once_per_changed_object(api_client, tenant_set) -> None:
+    names = [tenant_set.name(i) for i in range(N)]
     with InformerController(api_client, workers=2, resync_period=0.5) as controller:
         for name in names:
-            tenants.create(name, cpu="1")
-        tenants.wait_converged(names, "1")
+            tenant_set.create(name, "1")
+        tenant_set.wait_converged(names, "1")
         created = writes_for(controller, names)
         # exactly one create per namespace and one per quota
         assert sorted((r.verb, r.resource) for r in created) == sorted([("create", "namespaces"), ("create", "resourcequotas")] * N)
@@ -230,27 +264,27 @@ def test_informer_writes_at_most_once_per_changed_object(api_client, tenants: Te
         # one change per Tenant -> one PATCH of its quota, nothing else
         changed = names[:5]
         for name in changed:
-            tenants.set_cpu(name, "2")
-        tenants.wait_converged(changed, "2")
+            tenant_set.set_cpu(name, "2")
+        tenant_set.wait_converged(changed, "2")
         eventually(lambda: controller.informer.resyncs >= resyncs + 5, message="more resyncs")
         new = writes_for(controller, names)[len(created):]
         assert sorted((r.verb, r.resource, r.namespace) for r in new) == sorted(
             ("patch", "resourcequotas", namespace_of(n)) for n in changed)
-    tenants.wait_converged(names[5:], "1")
+    tenant_set.wait_converged(names[5:], "1")
 
 
-def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenants: Tenants) -> None:
-    name = tenants.name("rapid")
+def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenant_set) -> None:
+    name = tenant_set.name("rapid")
     controller = InformerController(api_client, workers=0, resync_period=None)  # we drain the queue by hand
     with controller:
-        tenants.create(name, cpu="1")
+        tenant_set.create(name, "1")
         eventually(lambda: controller.informer.get(name) is not None, message="tenant in the cache")
         controller.drain()
-        tenants.wait_converged([name], "1")
+        tenant_set.wait_converged([name], "1")
 
         before, queue_before = controller.stats(), controller.queue_metrics()
         for cpu in ("2", "3", "4", "5", "6"):
-            tenants.set_cpu(name, cpu)
+            tenant_set.set_cpu(name, cpu)
         eventually(lambda: controller.informer.get(name)["spec"]["cpuQuota"] == "6", message="cache has the last update")
         queue = controller.queue_metrics()
         assert queue.adds - queue_before.adds == 1  # five updates, one queued key ...
@@ -259,22 +293,17 @@ def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenants
         after = controller.stats()
         assert after.reconciles - before.reconciles == 1
         assert after.writes - before.writes == 1  # one PATCH, straight to the newest value
-        tenants.wait_converged([name], "6", timeout=5)
+        tenant_set.wait_converged([name], "6", timeout=5)
 
 
-def test_informer_retries_a_temporary_error_with_growing_backoff(api_client, core, tenants: Tenants) -> None:
-    from kubernetes import client
-
-    name = tenants.name("held")
+def test_informer_retries_a_temporary_error_with_growing_backoff(api_client, core, tenant_set) -> None:
+    name = tenant_set.name("held")
     namespace = namespace_of(name)
-    # A namespace that stays Terminating (a finalizer nobody removes): reconcile_tenant
-    # raises kopf.TemporaryError for it, for real, until it is gone.
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, finalizers=["operatorlab.test/hold"])))
+    hold_terminating(core, namespace)  # reconcile_tenant raises TemporaryError while it exists
     try:
-        core.delete_namespace(namespace)
         limiter = ItemExponentialFailureRateLimiter(base_delay=0.05, max_delay=1.0)
         with InformerController(api_client, workers=1, resync_period=None, rate_limiter=limiter) as controller:
-            tenants.create(name, cpu="1")
+            tenant_set.create(name, "1")
             eventually(lambda: controller.queue.num_requeues(name) >= 4, message="retried with backoff")
             assert controller.stats().retries >= 4 and controller.stats().failures >= 4
             # each retry waits base * 2**n: the GETs of the namespace are never closer than that
@@ -283,17 +312,24 @@ def test_informer_retries_a_temporary_error_with_growing_backoff(api_client, cor
             for n, gap in enumerate(gaps[:4]):
                 assert gap >= 0.05 * 2**n * 0.9, gaps
             release(core, namespace)
-            tenants.wait_converged([name], "1", timeout=30)
+            tenant_set.wait_converged([name], "1", timeout=30)
             eventually(lambda: controller.queue.num_requeues(name) == 0, message="forgotten after success")
             assert not controller.permanent_failures
     finally:
         release(core, namespace)
 
 
+def hold_terminating(core, namespace: str) -> None:
+    """A namespace that stays Terminating: deleted, but held by a finalizer nobody removes.
+
+    For it reconcile_tenant raises kopf.TemporaryError, for real, until :func:`release`.
+    """
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, finalizers=["operatorlab.test/hold"])))
+    core.delete_namespace(namespace)
+
+
 def release(core, namespace: str) -> None:
     """Remove the namespace's finalizers (a JSON merge patch: a strategic one would merge the list)."""
-    from kubernetes import client
-
     try:
         core.patch_namespace(namespace, {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json")
     except client.ApiException as e:
@@ -317,16 +353,16 @@ class RefusingReconciler(TenantReconciler):
         return super().reconcile(tenant)
 
 
-def test_informer_drops_a_permanent_error_and_records_it(api_client, tenants: Tenants) -> None:
-    bad, good = tenants.name("bad"), tenants.name("good")
+def test_informer_drops_a_permanent_error_and_records_it(api_client, tenant_set) -> None:
+    bad, good = tenant_set.name("bad"), tenant_set.name("good")
     controller = InformerController(api_client, workers=1, resync_period=None)
     controller.reconciler = RefusingReconciler(controller.api, refuse=bad)
     with controller:
-        tenants.create(bad, cpu="1")
-        tenants.create(good, cpu="1")
-        tenants.wait_converged([good], "1")
+        tenant_set.create(bad, "1")
+        tenant_set.create(good, "1")
+        tenant_set.wait_converged([good], "1")
         eventually(lambda: bad in controller.permanent_failures, message="permanent failure recorded")
         assert "refused by the test" in controller.permanent_failures[bad]
         assert controller.queue.num_requeues(bad) == 0  # dropped, not retried
         assert controller.stats().retries == 0
-    assert not tenants.converged(bad, "1")
+    assert not tenant_set.converged(bad, "1")

@@ -20,13 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from tenant_helpers import Tenants, namespace_of, tenants  # noqa: F401 - fixture
+from kubernetes import client
 
 from operatorlab.controllers.informer import InformerController, deletion_handling_key
 from operatorlab.controllers.listwatch import WatchEvent
 from operatorlab.controllers.metrics import CountingApiClient
 from operatorlab.operators import load_module
 from operatorlab.wait import eventually
+
+namespace_of = load_module("tenant").namespace_name  # the operator's own rule: tenant-<name>
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
 
@@ -67,8 +69,8 @@ def write_counts(api: CountingApiClient, names: list[str]) -> list[tuple[str, st
     )
 
 
-def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and_writes(api_client, tenants: Tenants) -> None:
-    groups = {v: [tenants.name(f"{v.replace('_', '')}-{i}") for i in range(PER_VARIANT)] for v in [*VARIANTS, "edge"]}
+def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and_writes(api_client, tenant_set) -> None:
+    groups = {v: [tenant_set.name(f"{v.replace('_', '')}-{i}") for i in range(PER_VARIANT)] for v in [*VARIANTS, "edge"]}
     everyone = [n for names in groups.values() for n in names]
     recorded: list[WatchEvent] = []
 
@@ -77,13 +79,14 @@ def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and
     controller.on_event(lambda e: recorded.append(e) if e.name in everyone and e.type in ("ADDED", "MODIFIED") else None)
     with controller:
         for name in everyone:
-            tenants.create(name, cpu=HISTORY[0])
+            tenant_set.create(name, HISTORY[0])
         for cpu in HISTORY[1:]:
             for name in everyone:
-                tenants.set_cpu(name, cpu)
+                tenant_set.set_cpu(name, cpu)
         eventually(lambda: all((controller.informer.get(n) or {}).get("spec", {}).get("cpuQuota") == HISTORY[-1] for n in everyone),
                    message="the cache holds every Tenant's newest state")
-        assert all(not tenants.converged(n, HISTORY[-1]) for n in everyone)  # nothing reconciled yet
+        assert all(not tenant_set.converged(n, HISTORY[-1]) for n in everyone)  # nothing reconciled yet
+        assert len(recorded) == len(everyone) * len(HISTORY)  # an ADDED and two MODIFIED each
         expected_writes = {
             v: sorted([("create", "namespaces", namespace_of(n)) for n in names]
                       + [("create", "resourcequotas", namespace_of(n)) for n in names])
@@ -99,18 +102,15 @@ def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and
                 controller.sync_handler(deletion_handling_key(event.object))
             assert controller.stats().reconciles - before == len(events)
             for name in names:
-                assert tenants.converged(name, HISTORY[-1]), f"{variant}: {name} not at cpuQuota {HISTORY[-1]}"
+                assert tenant_set.converged(name, HISTORY[-1]), f"{variant}: {name} not at cpuQuota {HISTORY[-1]}"
             assert write_counts(controller.api, names) == expected_writes[variant], variant
 
         # The contrast: an edge-triggered handler trusts each event's copy of the Tenant.
         edge_api = CountingApiClient.wrap(api_client)
-        operator = load_module("tenant")
-        from kubernetes import client
-
         core = client.CoreV1Api(edge_api)
         for event in reordered([e for e in recorded if e.name in groups["edge"]]):
-            operator.reconcile_tenant(event.name, event.object["spec"], core=core)
+            load_module("tenant").reconcile_tenant(event.name, event.object["spec"], core=core)
         for name in groups["edge"]:
-            assert tenants.converged(name, HISTORY[0])  # stale: the oldest event came last
-            assert not tenants.converged(name, HISTORY[-1])
+            assert tenant_set.converged(name, HISTORY[0])  # stale: the oldest event came last
+            assert not tenant_set.converged(name, HISTORY[-1])
         assert len(write_counts(edge_api, groups["edge"])) > len(expected_writes["edge"])  # and extra writes

@@ -38,7 +38,10 @@ class Binaries:
         return self.dir / "kwok-stages"
 
     def missing(self) -> list[str]:
-        return [n for n in NAMES if not os.access(self.path(n), os.X_OK)]
+        missing = [n for n in NAMES if not os.access(self.path(n), os.X_OK)]
+        if not (self.kwok_stages / "pod-ready.yaml").is_file():
+            missing.append("kwok-stages/")  # kwok refuses to start without stages
+        return missing
 
 
 def kubernetes_version() -> str:

@@ -495,6 +495,11 @@ class InformerController:
         """Hear every watch event and reflector marker (for a timeline)."""
         self.informer.on_event(observer)
 
+    @property
+    def reflector(self) -> Reflector:
+        """The informer's reflector (its LIST + WATCH), e.g. for ``rewatch_from``."""
+        return self.informer.reflector
+
     def _drop_stream(self) -> bool:
         """Test hook: break the informer's open watch connection."""
         return self.informer.reflector._drop_stream()

@@ -10,6 +10,10 @@ in Python, with threads:
    ``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK`` (a progress marker that
    carries only a newer resourceVersion, sent because we ask with
    ``allowWatchBookmarks=true``) or ``ERROR`` (a ``Status`` object).
+   kube-apiserver's watch cache sends a bookmark about 2 s before the watch's
+   timeout and about once a minute, but only when its resourceVersion has moved
+   past the one the watch started from (k8s.io/apiserver
+   ``pkg/storage/cacher/cache_watcher.go``): no news, no bookmark.
 3. Remember the resourceVersion of every event. When the stream ends -- the
    server's ``timeoutSeconds`` ran out, or the connection dropped -- WATCH
    again from that resourceVersion: nothing is missed and nothing is listed
@@ -335,10 +339,10 @@ class Reflector:
             except (_WatchFailed, client.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
                 if self._stopping.is_set():
                     break
-                log.warning("reflector %s: %s; retrying in %.1fs", self.name, _describe(e), backoff)
-                if isinstance(e, client.ApiException) and e.status == 410:
+                if isinstance(e, client.ApiException) and e.status == 410:  # e.g. an expired LIST continue token
                     need_list = True
                     continue
+                log.warning("reflector %s: %s; retrying in %.1fs", self.name, _describe(e), backoff)
                 # A refused connection: keep what we had; a server error: relist, as ListAndWatch does.
                 need_list = need_list or not isinstance(e, (urllib3.exceptions.HTTPError, OSError))
                 self._stopping.wait(backoff)

@@ -1,0 +1,629 @@
+"""NamespaceBaseline operator: baseline NetworkPolicies in every labelled namespace.
+
+A ``hedronite.io/v1alpha1`` ``NamespaceBaseline`` (cluster-scoped, shortName
+``nsb``) names a label, ``spec.namespaceLabel: key=value``. In every namespace
+carrying that label the operator keeps:
+
+* ``baseline-default-deny``: a NetworkPolicy selecting every Pod
+  (``podSelector: {}``) with ``policyTypes: [Ingress, Egress]`` and no rules,
+  so nothing may connect in or out unless another policy allows it;
+* ``baseline-allow-dns`` (when ``spec.allowDNS``, the default): egress to the
+  ``kube-system`` namespace on UDP and TCP port 53, so names still resolve.
+
+Both are labelled ``app.kubernetes.io/managed-by=namespacebaseline-operator``
+and ``hedronite.io/namespacebaseline=<baseline>``: that label is how the
+operator finds, counts and removes its own policies, and never touches anyone
+else's.
+
+Design
+------
+Three triggers, one idempotent reconcile:
+
+* **A baseline changes** (create, update, and every baseline at startup via
+  on.resume): :func:`reconcile_baseline` lists the namespaces carrying the
+  label, makes each one's policies match (GET, create if missing, replace
+  if the spec differs: compare and write only what differs), then removes
+  this baseline's policies from namespaces that no longer carry the label
+  (and the DNS policy everywhere if ``allowDNS`` turned false).
+* **A namespace changes** (``@kopf.on.event`` on namespaces: created,
+  relabelled): the baselines come from an in-memory index (``@kopf.index``,
+  filled by kopf's own watch, no API call), and so does the knowledge of
+  which namespaces hold which baseline's policies. A namespace that gained
+  the label gets its policies, one that lost it loses them, within a second
+  or so, without waiting for any timer.
+* **Drift** (someone deletes or edits a policy, an event was missed): a
+  ``@kopf.timer`` re-runs :func:`reconcile_baseline` for every baseline every
+  ``NSB_RESYNC_SECONDS`` (default 60). Level-triggered: it does not need to
+  know what happened, only what is.
+
+A timer makes kopf put its finalizer on every NamespaceBaseline, so that it
+can stop the timer before the object goes. There is no delete handler: when a
+NamespaceBaseline is deleted, kopf stops its timer and removes the finalizer,
+and the **policies stay** (fail-closed: deleting the policy object must not
+silently open every namespace). The catch of that finalizer: while the
+operator is not running, a deleted NamespaceBaseline stays Terminating until
+the operator is back (or the finalizer is removed by hand).
+
+Errors are routed by what a retry can achieve:
+
+==========================================  ==============  ===========================
+cause                                       raised as       kopf then
+==========================================  ==============  ===========================
+namespaceLabel or name unusable             PermanentError  stops; status Failed, one
+(``ValueError``)                                            Warning Event; the timer
+                                                            skips it quietly
+API 422: the API refuses our object         PermanentError  same
+API 429 or 5xx: overload or outage          TemporaryError  retries after Retry-After
+                                                            (else 10 s)
+API 409: a policy changed under us          TemporaryError  retries after 1 s
+API 403: RBAC denies a verb                 TemporaryError  retries; fixing the
+                                                            ClusterRole heals it
+any other error                             unchanged       retries with its backoff
+==========================================  ==============  ===========================
+
+A namespace being deleted (Terminating) is skipped: its policies go with it.
+The namespace watcher is fire-and-forget (kopf does not retry on.event
+handlers): if its write fails, it logs a warning and the timer heals it.
+
+Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
+
+    NSB_RESYNC_SECONDS=10 kopf run --all-namespaces operators/namespacebaseline/operator.py
+
+It imports only kopf, kubernetes and the standard library: it runs alone in
+its image.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import kopf
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client import ApiException, CoreV1Api, CustomObjectsApi, NetworkingV1Api
+
+GROUP, VERSION, PLURAL, KIND = "hedronite.io", "v1alpha1", "namespacebaselines", "NamespaceBaseline"
+OPERATOR = "namespacebaseline-operator"  # managed-by label, Event source
+BASELINE_LABEL = "hedronite.io/namespacebaseline"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+DENY_POLICY = "baseline-default-deny"
+DNS_POLICY = "baseline-allow-dns"
+
+# The same pattern as spec.namespaceLabel in crds/namespacebaseline.yaml (a
+# unit test checks they match): key=value, the key an optional DNS-subdomain
+# prefix and a name, the value a label value (possibly empty).
+NAMESPACE_LABEL_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+)
+LABEL_KEY_PREFIX_MAX_LENGTH = 253
+# The baseline's name becomes a label value on its policies.
+NAME_MAX_LENGTH = 63
+
+RESYNC_ENV = "NSB_RESYNC_SECONDS"
+DEFAULT_RESYNC_SECONDS = 60.0
+# Seconds to wait before a retry when the API server does not say (Retry-After).
+DEFAULT_RETRY_DELAY = 10.0
+CONFLICT_RETRY_DELAY = 1.0
+
+# report(reason, message) is called once for every write the operator makes.
+Reporter = Callable[[str, str], None]
+
+
+class Baseline(NamedTuple):
+    """One NamespaceBaseline, parsed: which namespaces, and what they get."""
+
+    name: str
+    key: str
+    value: str
+    allow_dns: bool
+
+    @property
+    def selector(self) -> str:
+        """The label selector of its namespaces, ``key=value``."""
+        return f"{self.key}={self.value}"
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        return (labels or {}).get(self.key) == self.value
+
+
+# --- Desired state: pure functions, unit-tested without a cluster -----------
+
+
+def resync_seconds(environ: Mapping[str, str] = os.environ) -> float:
+    """The resync timer's interval: ``$NSB_RESYNC_SECONDS``, else 60.
+
+    Raises ValueError if it is set but not a positive number.
+    """
+    text = environ.get(RESYNC_ENV, "").strip()
+    if not text:
+        return DEFAULT_RESYNC_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):  # also refuses nan
+        raise ValueError(f"{RESYNC_ENV} must be a positive number of seconds, e.g. 60; got {text!r}")
+    return seconds
+
+
+def parse_namespace_label(text: Any) -> tuple[str, str]:
+    """Split ``spec.namespaceLabel`` into ``(key, value)``.
+
+    Raises ValueError, saying what is wrong and how to fix it, if it is not
+    ``key=value`` with a valid label key and value.
+    """
+    if not isinstance(text, str) or not re.fullmatch(NAMESPACE_LABEL_PATTERN, text):
+        raise ValueError(
+            f"spec.namespaceLabel must be a label as key=value, e.g. team=payments or "
+            f"example.com/team=payments, got {text!r}; fix spec.namespaceLabel"
+        )
+    key, value = text.split("=", 1)
+    prefix = key.rpartition("/")[0]
+    if len(prefix) > LABEL_KEY_PREFIX_MAX_LENGTH:
+        raise ValueError(
+            f"spec.namespaceLabel: the key's prefix {prefix[:20]!r}... is longer than "
+            f"{LABEL_KEY_PREFIX_MAX_LENGTH} characters; fix spec.namespaceLabel"
+        )
+    return key, value
+
+
+def parse_baseline(name: str, spec: Mapping[str, Any]) -> Baseline:
+    """Validate a NamespaceBaseline; raises ValueError as parse_namespace_label does."""
+    if not name or len(name) > NAME_MAX_LENGTH:
+        raise ValueError(
+            f"NamespaceBaseline name {name!r} is longer than {NAME_MAX_LENGTH} characters: "
+            f"it labels the policies, and a label value may not be; rename the NamespaceBaseline"
+        )
+    key, value = parse_namespace_label(spec.get("namespaceLabel"))
+    allow_dns = spec.get("allowDNS", True)
+    if not isinstance(allow_dns, bool):
+        raise ValueError(f"spec.allowDNS must be true or false, got {allow_dns!r}; fix spec.allowDNS")
+    return Baseline(name=name, key=key, value=value, allow_dns=allow_dns)
+
+
+def policy_labels(baseline: str) -> dict[str, str]:
+    """The labels marking a policy as this baseline's."""
+    return {MANAGED_BY_LABEL: OPERATOR, BASELINE_LABEL: baseline}
+
+
+def deny_policy_manifest(baseline: str, namespace: str) -> dict[str, Any]:
+    """Deny all ingress and egress of every Pod in the namespace."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": DENY_POLICY, "namespace": namespace, "labels": policy_labels(baseline)},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+
+
+def dns_policy_manifest(baseline: str, namespace: str) -> dict[str, Any]:
+    """Allow every Pod in the namespace DNS queries to kube-system (UDP and TCP 53)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": DNS_POLICY, "namespace": namespace, "labels": policy_labels(baseline)},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    # kubernetes.io/metadata.name is set on every namespace by
+                    # the API server itself, so it cannot be forged by a label.
+                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                }
+            ],
+        },
+    }
+
+
+def desired_policies(baseline: Baseline, namespace: str) -> list[dict[str, Any]]:
+    """The policies a matching namespace must hold."""
+    policies = [deny_policy_manifest(baseline.name, namespace)]
+    if baseline.allow_dns:
+        policies.append(dns_policy_manifest(baseline.name, namespace))
+    return policies
+
+
+def is_unwanted(baseline: Baseline, policy: Mapping[str, Any], matching: set[str]) -> bool:
+    """Whether one of this baseline's policies must go: its namespace lost the
+    label, or it is the DNS policy and allowDNS is now false."""
+    meta = policy.get("metadata") or {}
+    if meta.get("namespace") not in matching:
+        return True
+    return meta.get("name") == DNS_POLICY and not baseline.allow_dns
+
+
+# --- Reconcile: observed state -> desired state -----------------------------
+
+
+def reconcile_baseline(
+    name: str,
+    spec: Mapping[str, Any],
+    *,
+    core: kubernetes.client.CoreV1Api | None = None,
+    networking: kubernetes.client.NetworkingV1Api | None = None,
+    report: Reporter | None = None,
+) -> dict[str, Any]:
+    """Make every namespace match one NamespaceBaseline; return its status.
+
+    Every namespace carrying the label gets its policies (created if missing,
+    replaced if they differ); this baseline's policies elsewhere are deleted.
+    Nothing is written when nothing differs.
+
+    Returns ``{"namespaces": <n>, "policies": <n>, "phase": "Ready"}``: how
+    many namespaces hold this baseline's policies and how many policies that
+    is. Raises kopf.PermanentError when retrying cannot help and
+    kopf.TemporaryError (with a delay) when it can; see the module docstring.
+    """
+    try:
+        baseline = parse_baseline(name, spec)
+    except ValueError as e:
+        raise kopf.PermanentError(str(e)) from e
+    core = CoreV1Api() if core is None else core
+    networking = NetworkingV1Api() if networking is None else networking
+    report = _ignore if report is None else report
+
+    try:
+        listed = _as_dict(core.list_namespace(label_selector=baseline.selector))
+        matching = {
+            ns["metadata"]["name"]
+            for ns in listed.get("items") or []
+            if not ns["metadata"].get("deletionTimestamp")  # going anyway, and refuses creates
+        }
+        for namespace in sorted(matching):
+            apply_to_namespace(baseline, namespace, networking=networking, report=report)
+        for policy in _policies_of(networking, name):
+            if is_unwanted(baseline, policy, matching):
+                _delete_policy(networking, policy, report)
+        counts = count_applied(name, networking=networking)
+    except ApiException as e:
+        routed = _route_api_error(e)
+        if routed is None:
+            raise
+        raise routed from e
+    return {**counts, "phase": "Ready"}
+
+
+def apply_to_namespace(
+    baseline: Baseline, namespace: str, *, networking: kubernetes.client.NetworkingV1Api, report: Reporter
+) -> int:
+    """Create or correct the baseline's policies in one namespace; return how many it wrote."""
+    return sum(_ensure_policy(networking, desired, report) for desired in desired_policies(baseline, namespace))
+
+
+def remove_from_namespace(
+    baseline: str, namespace: str, *, networking: kubernetes.client.NetworkingV1Api, report: Reporter
+) -> int:
+    """Delete the baseline's policies from one namespace; return how many it deleted."""
+    listed = _as_dict(networking.list_namespaced_network_policy(
+        namespace=namespace, label_selector=f"{BASELINE_LABEL}={baseline}"))
+    policies = listed.get("items") or []
+    for policy in policies:
+        _delete_policy(networking, policy, report)
+    return len(policies)
+
+
+def count_applied(baseline: str, *, networking: kubernetes.client.NetworkingV1Api) -> dict[str, int]:
+    """How many namespaces hold this baseline's policies, and how many policies."""
+    policies = _policies_of(networking, baseline)
+    return {
+        "namespaces": len({p["metadata"]["namespace"] for p in policies}),
+        "policies": len(policies),
+    }
+
+
+def _policies_of(networking: NetworkingV1Api, baseline: str) -> list[dict[str, Any]]:
+    listed = _as_dict(networking.list_network_policy_for_all_namespaces(
+        label_selector=f"{BASELINE_LABEL}={baseline}"))
+    return listed.get("items") or []
+
+
+def _ensure_policy(networking: NetworkingV1Api, desired: dict[str, Any], report: Reporter) -> int:
+    """Create or correct one policy; return 1 if it wrote, else 0.
+
+    A policy of the same name that another baseline manages is left alone
+    (the first baseline to claim a namespace keeps it; both ask for the same
+    policy). Anyone else's policy of that name is taken over.
+    """
+    meta = desired["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    where = f"{namespace}/{name}"
+    try:
+        observed = _as_dict(networking.read_namespaced_network_policy(name=name, namespace=namespace))
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        try:
+            networking.create_namespaced_network_policy(namespace=namespace, body=desired)
+        except ApiException as e:
+            if e.status != 409:  # someone created it since our GET: compare theirs
+                raise
+            observed = _as_dict(networking.read_namespaced_network_policy(name=name, namespace=namespace))
+        else:
+            report("PolicyCreated", f"created NetworkPolicy {where}")
+            return 1
+    observed_meta = observed.get("metadata") or {}
+    labels = observed_meta.get("labels") or {}
+    owner = labels.get(BASELINE_LABEL)
+    if owner and owner != meta["labels"][BASELINE_LABEL]:
+        return 0
+    if observed.get("spec") == desired["spec"] and all(labels.get(k) == v for k, v in meta["labels"].items()):
+        return 0
+    # Replace, not merge: a rule someone added must go too. resourceVersion
+    # makes it conditional: a 409 if the policy changed since our GET.
+    replacement = {
+        "apiVersion": desired["apiVersion"],
+        "kind": desired["kind"],
+        "metadata": {
+            **{k: v for k, v in observed_meta.items() if k != "managedFields"},
+            "labels": {**labels, **meta["labels"]},
+        },
+        "spec": desired["spec"],
+    }
+    networking.replace_namespaced_network_policy(name=name, namespace=namespace, body=replacement)
+    report("PolicyUpdated", f"restored NetworkPolicy {where} to the baseline")
+    return 1
+
+
+def _delete_policy(networking: NetworkingV1Api, policy: Mapping[str, Any], report: Reporter) -> None:
+    meta = policy["metadata"]
+    try:
+        networking.delete_namespaced_network_policy(name=meta["name"], namespace=meta["namespace"])
+    except ApiException as e:
+        if e.status == 404:
+            return  # gone already
+        raise
+    report("PolicyRemoved", f"removed NetworkPolicy {meta['namespace']}/{meta['name']}")
+
+
+@functools.cache
+def _serializer() -> kubernetes.client.ApiClient:
+    return kubernetes.client.ApiClient()
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    return _serializer().sanitize_for_serialization(obj)
+
+
+def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryError | None:
+    """Map an API error to what a retry can achieve; None: leave it as it is."""
+    status = e.status or 0
+    message = _server_message(e)
+    if status == 422:
+        return kopf.PermanentError(f"the API refused a NetworkPolicy (422): {message}")
+    if status == 409:
+        return kopf.TemporaryError(
+            f"a NetworkPolicy changed while we replaced it (409): {message}; retrying",
+            delay=CONFLICT_RETRY_DELAY,
+        )
+    if status == 403 and "being terminated" in message:
+        # NamespaceLifecycle admission, not RBAC: it began terminating after we listed it.
+        return kopf.TemporaryError(
+            f"a namespace is being deleted (403): {message}; retrying",
+            delay=DEFAULT_RETRY_DELAY,
+        )
+    if status == 403:
+        return kopf.TemporaryError(
+            f"forbidden (403): {message}; grant the verb in the ClusterRole "
+            f"'{OPERATOR}' (deploy/clusterrole.yaml); the operator retries by itself",
+            delay=DEFAULT_RETRY_DELAY,
+        )
+    if status == 429 or status >= 500:
+        return kopf.TemporaryError(
+            f"the API server is overloaded or failing ({status}): {message}; retrying",
+            delay=retry_delay(e),
+        )
+    return None
+
+
+def retry_delay(e: ApiException, default: float = DEFAULT_RETRY_DELAY) -> float:
+    """Seconds to wait before retrying: the server's Retry-After, else ``default``."""
+    value = (e.headers or {}).get("Retry-After")
+    try:
+        return max(1.0, float(value))
+    except (TypeError, ValueError):  # absent, or an HTTP date: not worth parsing
+        return default
+
+
+def _server_message(e: ApiException) -> str:
+    """The API server's own explanation (a Status object's message), if any."""
+    try:
+        return str(json.loads(e.body)["message"])
+    except (TypeError, ValueError, KeyError):
+        return e.reason or "no message"
+
+
+def _ignore(reason: str, message: str) -> None:
+    pass
+
+
+def _reference(name: str, uid: str | None) -> dict[str, Any]:
+    """Enough of a NamespaceBaseline for kopf to post an Event about it."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": {"name": name, "uid": uid}}
+
+
+# --- kopf wiring ------------------------------------------------------------
+
+# Read once, when kopf loads this file: the timer's interval is fixed then.
+# A bad value stops the operator at startup with the message above.
+RESYNC_SECONDS = resync_seconds()
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) -> None:
+    """Configure the kubernetes client and kopf before any handler runs."""
+    try:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            kubernetes.config.load_incluster_config()
+        else:
+            kubernetes.config.load_kube_config()  # KUBECONFIG, else ~/.kube/config
+    except kubernetes.config.ConfigException as e:
+        raise kopf.PermanentError(
+            f"no Kubernetes cluster configured ({e}): set KUBECONFIG to a "
+            f"kubeconfig file, or run the operator in a Pod"
+        ) from e
+    # Watches end quietly on some networks and proxies; asking the server to
+    # close each stream after 5 minutes (and giving up client-side a little
+    # later) makes kopf reconnect regularly instead of waiting forever.
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    settings.posting.reporting_component = OPERATOR
+    logger.info(f"resync every {RESYNC_SECONDS:g}s ({RESYNC_ENV})")
+
+
+@kopf.index(GROUP, VERSION, PLURAL)
+def baselines(name: str, spec: kopf.Spec, meta: kopf.Meta, **_: Any) -> dict[str, dict[str, Any]]:
+    """In-memory index of the NamespaceBaselines: name -> {uid, spec}.
+
+    kopf keeps it current from its watch of NamespaceBaselines, and fills it
+    before any other handler runs; the namespace watcher reads it instead of
+    listing the baselines on every namespace event.
+    """
+    return {name: {"uid": meta.get("uid"), "spec": dict(spec)}}
+
+
+@kopf.index("networking.k8s.io", "v1", "networkpolicies", labels={BASELINE_LABEL: kopf.PRESENT})
+def baseline_policies(namespace: str, labels: kopf.Labels, **_: Any) -> dict[tuple[str, str], bool]:
+    """In-memory index of where each baseline's policies are: (namespace, baseline)."""
+    return {(namespace, labels[BASELINE_LABEL]): True}
+
+
+def _record_failure(body: kopf.Body, patch: kopf.Patch, error: kopf.PermanentError) -> None:
+    """Status Failed and one Warning Event, unless status says so already."""
+    status = body.get("status") or {}
+    if status.get("phase") == "Failed" and status.get("message") == str(error):
+        return  # reported before: a second Event per resync would only be noise
+    patch.status.update(phase="Failed", message=str(error))
+    kopf.warn(body, reason="ReconcileFailed", message=str(error))
+
+
+def _record_success(body: kopf.Body, patch: kopf.Patch, status: Mapping[str, Any]) -> None:
+    """Write the status fields that differ (and drop a stale message)."""
+    current = body.get("status") or {}
+    changed = {key: value for key, value in status.items() if current.get(key) != value}
+    if "message" in current:
+        changed["message"] = None  # None removes it
+    if changed:
+        patch.status.update(changed)
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")
+@kopf.on.update(GROUP, VERSION, PLURAL, id="reconcile")
+@kopf.on.create(GROUP, VERSION, PLURAL, id="reconcile")
+def reconcile(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """Reconcile on create, on every spec change, and for every baseline at startup.
+
+    Returns nothing: kopf would keep a returned dict in ``status.reconcile``,
+    where its counts would go stale as namespaces come and go; the live
+    counts are at the top level of status.
+    """
+
+    def post_event(reason: str, message: str) -> None:
+        kopf.info(body, reason=reason, message=message)
+
+    try:
+        status = reconcile_baseline(name, spec, report=post_event)
+    except kopf.PermanentError as e:
+        # kopf only logs a permanent failure, so record it where users look.
+        _record_failure(body, patch, e)
+        raise
+    except kopf.TemporaryError as e:
+        patch.status.update(phase="Retrying", message=str(e))
+        raise
+    _record_success(body, patch, status)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, id="resync", interval=RESYNC_SECONDS, initial_delay=RESYNC_SECONDS)
+def resync(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """Heal drift: re-run the reconcile every NSB_RESYNC_SECONDS.
+
+    A baseline that cannot work (bad namespaceLabel) makes no API call and is
+    reported once, not every interval; it is re-checked each time, so fixing
+    it needs no restart. Temporary errors are retried by kopf after their delay.
+    """
+
+    def post_event(reason: str, message: str) -> None:
+        kopf.info(body, reason=reason, message=message)
+
+    try:
+        status = reconcile_baseline(name, spec, report=post_event)
+    except kopf.PermanentError as e:
+        # Not raised: kopf would log a traceback every interval for it.
+        _record_failure(body, patch, e)
+        return
+    except kopf.TemporaryError as e:
+        patch.status.update(phase="Retrying", message=str(e))
+        raise
+    _record_success(body, patch, status)
+
+
+@kopf.on.event("", "v1", "namespaces")
+def namespace_changed(
+    type: str | None,
+    name: str,
+    meta: kopf.Meta,
+    labels: kopf.Labels,
+    baselines: kopf.Index,
+    baseline_policies: kopf.Index,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    """A namespace appeared or changed: give it, or take away, each baseline's policies.
+
+    Fire-and-forget (kopf does not retry on.event handlers): a failure is
+    logged and the resync timer heals it.
+    """
+    if type == "DELETED" or meta.get("deletionTimestamp"):
+        return  # its policies go with it
+    networking = NetworkingV1Api()
+    for baseline_name, entries in list(baselines.items()):
+        for entry in entries:
+            try:
+                baseline = parse_baseline(baseline_name, entry["spec"])
+            except ValueError:
+                continue  # reported in the baseline's status by its own handlers
+            reference = _reference(baseline_name, entry["uid"])
+
+            def post_event(reason: str, message: str, reference: dict[str, Any] = reference) -> None:
+                kopf.info(reference, reason=reason, message=message)
+
+            try:
+                if baseline.matches(labels):
+                    written = apply_to_namespace(baseline, name, networking=networking, report=post_event)
+                elif (name, baseline_name) in baseline_policies:
+                    written = remove_from_namespace(baseline_name, name, networking=networking, report=post_event)
+                else:
+                    continue
+                if written:
+                    write_counts(baseline_name, count_applied(baseline_name, networking=networking))
+            except ApiException as e:
+                logger.warning(
+                    f"namespace {name}: could not apply baseline {baseline_name!r} "
+                    f"({e.status}): {_server_message(e)}; the resync timer retries it"
+                )
+
+
+def write_counts(
+    baseline: str, counts: Mapping[str, int], *, custom: kubernetes.client.CustomObjectsApi | None = None
+) -> bool:
+    """Merge fresh counts into a baseline's status; False if the baseline is gone."""
+    custom = CustomObjectsApi() if custom is None else custom
+    try:
+        custom.patch_cluster_custom_object_status(
+            group=GROUP, version=VERSION, plural=PLURAL, name=baseline, body={"status": dict(counts)})
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True

@@ -1,0 +1,583 @@
+"""Website operator: a Deployment and a Service per Website.
+
+An ``example.com/v1`` ``Website`` (namespaced) asks for a web server:
+
+* a Deployment named like the Website, ``spec.replicas`` Pods of
+  ``spec.image`` listening on ``spec.port`` (a readiness probe on that port);
+* a Service of the same name exposing ``spec.port`` to those Pods.
+
+Both carry ``app.kubernetes.io/name=<website>`` and
+``app.kubernetes.io/managed-by=website-operator`` and an owner reference to
+the Website, so deleting the Website lets the garbage collector delete them:
+no finalizer, no delete handler, and a Website can be deleted even while the
+operator is down.
+
+Design
+------
+The work is in one plain function, :func:`reconcile_website`. It writes each
+child with **server-side apply** (SSA) under the field manager
+``website-operator``: it sends the whole desired object every time, and the API
+server merges it, records which fields this manager owns, and writes nothing
+when nothing differs (no new resourceVersion, no watch event). Why SSA rather
+than GET, compare and patch, as the Tenant operator does:
+
+* no comparison code of our own: the server knows which fields it defaulted
+  (``protocol: TCP``, ``clusterIP``, the rollout strategy), so they are never
+  mistaken for drift;
+* a field we stop sending is removed (the old port after a port change),
+  which a merge patch would leave behind;
+* fields others own (an HPA's, a ``kubectl annotate``) are left alone;
+  ``force`` takes back the fields we declare, so our spec wins over a manual
+  ``kubectl edit`` of the image or the replicas.
+
+It still reads each child first, only to tell "created" from "updated" from
+"unchanged" for the Events. Like the Tenant's reconcile it is level-triggered
+and idempotent: run it any number of times, after a crash at any point, and it
+converges. It takes a name, a namespace, a spec and the owner's uid, not kopf's
+handler arguments, so it can be called from anywhere.
+
+Changing ``spec.image`` or ``spec.port`` changes the Deployment's Pod
+template, so the Deployment rolls out a new ReplicaSet; the Service's port
+follows (its ``targetPort`` is the container port's name, ``http``).
+
+Status has two writers that never write the same field:
+
+* the reconcile handler: ``phase`` (Applied, Retrying, Failed), ``message``,
+  ``deployment``, ``service`` and ``observedGeneration``;
+* the Deployment watcher (``@kopf.on.event`` on Deployments labelled
+  ``managed-by=website-operator``): ``replicas``, ``readyReplicas``,
+  ``updatedReplicas`` and ``rollout`` (Complete, Progressing), copied from the
+  owned Deployment every time its status changes. It reacts to the Deployment
+  controller's own reports, so it neither polls nor writes annotations on
+  the Deployments (an ``on.event`` handler keeps no state on the object).
+
+Errors are routed by what a retry can achieve:
+
+==========================================  ==============  ===========================
+cause                                       raised as       kopf then
+==========================================  ==============  ===========================
+name or spec unusable (``ValueError``)      PermanentError  stops; status Failed, Event
+API 422: the API refuses our object         PermanentError  stops; status Failed, Event
+API 429 or 5xx: overload or outage          TemporaryError  retries after Retry-After
+                                                            (else 10 s)
+API 403: RBAC denies a verb                 TemporaryError  retries; fixing the
+                                                            ClusterRole heals it
+namespace Terminating (a 403 on create)     TemporaryError  retries (the Website goes
+                                                            with its namespace)
+any other error                             unchanged       retries with its backoff
+==========================================  ==============  ===========================
+
+Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
+
+    kopf run --all-namespaces operators/website/operator.py
+
+It imports only kopf, kubernetes and the standard library: it runs alone in
+its image.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client import ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
+
+GROUP, VERSION, PLURAL, KIND = "example.com", "v1", "websites", "Website"
+OPERATOR = "website-operator"  # field manager, managed-by label, Event source
+NAME_LABEL = "app.kubernetes.io/name"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+CONTAINER_NAME = "web"
+PORT_NAME = "http"
+
+# The CRD's defaults (crds/website.yaml; a unit test checks they agree): the
+# API server fills them in, these cover callers that bypass the schema.
+DEFAULT_IMAGE = "nginx:1.25"
+DEFAULT_PORT = 80
+DEFAULT_REPLICAS = 1
+MAX_REPLICAS = 50
+
+# The same rule as metadata.name in crds/website.yaml: the Service takes the
+# Website's name, and a Service name must be a DNS-1035 label.
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+NAME_MAX_LENGTH = 63
+
+# Seconds to wait before a retry when the API server does not say (Retry-After).
+DEFAULT_RETRY_DELAY = 10.0
+# The Deployment watcher retries a failed status write this often, at most
+# STATUS_RETRY_MAX_DELAY apart: there is no later event to retry it for us.
+STATUS_WRITE_ATTEMPTS = 3
+STATUS_RETRY_MAX_DELAY = 5.0
+
+# report(reason, message) is called once for every write reconcile_website makes.
+Reporter = Callable[[str, str], None]
+
+
+# --- Desired state: pure functions, unit-tested without a cluster -----------
+
+
+def website_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the Website's ``{"image", "port", "replicas"}``, defaults filled in.
+
+    Raises ValueError, saying what is wrong and how to fix it, when the name
+    or a field cannot work. The CRD schema already refuses all of these; this
+    guards the callers that bypass it and objects stored under an older schema.
+    """
+    if len(name) > NAME_MAX_LENGTH or not re.fullmatch(NAME_PATTERN, name):
+        raise ValueError(
+            f"website name {name!r} cannot be used as a Service name: it must be a "
+            f"DNS-1035 label (a lowercase letter first, then lowercase letters, digits "
+            f"and '-', at most {NAME_MAX_LENGTH} characters); rename the Website"
+        )
+    image = spec.get("image", DEFAULT_IMAGE)
+    if not isinstance(image, str) or not image or re.search(r"\s", image):
+        raise ValueError(
+            f"spec.image must be a container image reference such as nginx:1.25, "
+            f"got {image!r}; set spec.image on the Website"
+        )
+    port = spec.get("port", DEFAULT_PORT)
+    # bool is an int subclass: True is not port 1.
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"spec.port must be a TCP port from 1 to 65535, got {port!r}; fix spec.port")
+    replicas = spec.get("replicas", DEFAULT_REPLICAS)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= MAX_REPLICAS:
+        raise ValueError(
+            f"spec.replicas must be a whole number from 0 to {MAX_REPLICAS}, got {replicas!r}; "
+            f"fix spec.replicas"
+        )
+    return {"image": image, "port": port, "replicas": replicas}
+
+
+def labels(name: str) -> dict[str, str]:
+    """The labels of a Website's Deployment, Pods and Service."""
+    return {NAME_LABEL: name, MANAGED_BY_LABEL: OPERATOR}
+
+
+def owner_reference(name: str, uid: str) -> dict[str, Any]:
+    """An owner reference to a Website: its children go when it goes.
+
+    ``controller: true`` marks the Website as *the* managing owner (at most one
+    per object); ``blockOwnerDeletion: true`` makes a foreground deletion of the
+    Website wait for them. Where the OwnerReferencesPermissionEnforcement
+    admission plugin is on (OpenShift), setting it needs ``update`` on
+    ``websites/finalizers``; stock kube-apiserver, kind and minikube do not
+    enable that plugin.
+    """
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def deployment_manifest(
+    name: str, namespace: str, site: Mapping[str, Any], owner: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The desired Deployment of a Website (``site`` from :func:`website_spec`).
+
+    Everything the operator declares, and nothing else: server-side apply
+    makes the operator the owner of exactly these fields.
+    """
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels(name),
+            "ownerReferences": [dict(owner)],
+        },
+        "spec": {
+            "replicas": site["replicas"],
+            # Immutable once created; both labels, so that another app's Pods
+            # with the same app.kubernetes.io/name are never taken over.
+            "selector": {"matchLabels": labels(name)},
+            "template": {
+                "metadata": {"labels": labels(name)},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": CONTAINER_NAME,
+                            "image": site["image"],
+                            "ports": [{"name": PORT_NAME, "containerPort": site["port"], "protocol": "TCP"}],
+                            # Ready means "accepts connections on the port": a
+                            # Pod that does not listen there never becomes
+                            # ready, and a rollout to it stalls with the old
+                            # Pods still serving.
+                            "readinessProbe": {"tcpSocket": {"port": PORT_NAME}, "periodSeconds": 5},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def service_manifest(
+    name: str, namespace: str, site: Mapping[str, Any], owner: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The desired Service of a Website: ``spec.port`` to the Pods' ``http`` port."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels(name),
+            "ownerReferences": [dict(owner)],
+        },
+        "spec": {
+            "selector": labels(name),
+            "ports": [{"name": PORT_NAME, "port": site["port"], "targetPort": PORT_NAME, "protocol": "TCP"}],
+        },
+    }
+
+
+def owning_website(deployment: Mapping[str, Any]) -> str | None:
+    """The name of the Website that controls a Deployment, or None."""
+    for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
+            return ref.get("name")
+    return None
+
+
+def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """The Website status fields that follow its Deployment.
+
+    ``replicas`` is what the Deployment asks for; ``rollout`` is Complete once
+    the Deployment controller has seen the latest spec and every Pod is of
+    the latest template and ready (no old Pods left), else Progressing.
+    """
+    meta = deployment.get("metadata") or {}
+    spec = deployment.get("spec") or {}
+    status = deployment.get("status") or {}
+    wanted = spec.get("replicas", 1)
+    ready = status.get("readyReplicas", 0)
+    updated = status.get("updatedReplicas", 0)
+    complete = (
+        status.get("observedGeneration", 0) >= meta.get("generation", 1)
+        and updated == wanted
+        and status.get("replicas", 0) == wanted
+        and ready == wanted
+    )
+    return {
+        "replicas": wanted,
+        "readyReplicas": ready,
+        "updatedReplicas": updated,
+        "rollout": "Complete" if complete else "Progressing",
+    }
+
+
+_SHOWN = {"Deployment": ("image", "port", "replicas"), "Service": ("port",)}
+
+
+def describe(kind: str, obj: Mapping[str, Any]) -> str:
+    """A child in words, e.g. ``image nginx:1.25, port 80, replicas 2``."""
+    return ", ".join(f"{what} {_pick(kind, what, obj)}" for what in _SHOWN[kind])
+
+
+def describe_change(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What a write changed, in words, e.g. ``image nginx:1.25 -> nginx:1.26``."""
+    changes = [
+        f"{what} {old} -> {new}"
+        for what, old, new in ((what, _pick(kind, what, before), _pick(kind, what, after)) for what in _SHOWN[kind])
+        if old != new
+    ]
+    return ", ".join(changes) or "labels, owner reference or other fields restored"
+
+
+def _pick(kind: str, what: str, obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec") or {}
+    if kind == "Service":
+        return (spec.get("ports") or [{}])[0].get("port")  # the only thing shown
+    if what == "replicas":
+        return spec.get("replicas")
+    containers = (((spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
+    if what == "image":
+        return containers[0].get("image")
+    ports = containers[0].get("ports") or [{}]
+    return ports[0].get("containerPort")
+
+
+# --- Reconcile: observed state -> desired state -----------------------------
+
+
+def reconcile_website(
+    name: str,
+    namespace: str,
+    spec: Mapping[str, Any],
+    *,
+    uid: str,
+    apps: kubernetes.client.AppsV1Api | None = None,
+    core: kubernetes.client.CoreV1Api | None = None,
+    report: Reporter | None = None,
+) -> dict[str, Any]:
+    """Make the cluster match one Website; return its status fields.
+
+    Server-side applies the Deployment and the Service (owned by the Website
+    with ``uid``); an unchanged child is not written. ``report(reason,
+    message)``, if given, hears of every child created or changed.
+
+    Returns ``{"deployment": name, "service": name, "phase": "Applied"}``.
+    Raises kopf.PermanentError when retrying cannot help and
+    kopf.TemporaryError (with a delay) when it can; see the module docstring.
+    """
+    try:
+        site = website_spec(name, spec)
+    except ValueError as e:
+        raise kopf.PermanentError(str(e)) from e
+    apps = AppsV1Api() if apps is None else apps
+    core = CoreV1Api() if core is None else core
+    report = _ignore if report is None else report
+    owner = owner_reference(name, uid)
+
+    try:
+        _apply(
+            "Deployment",
+            deployment_manifest(name, namespace, site, owner),
+            read=lambda: apps.read_namespaced_deployment(name=name, namespace=namespace),
+            apply=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body, **_SSA),
+            report=report,
+        )
+        _apply(
+            "Service",
+            service_manifest(name, namespace, site, owner),
+            read=lambda: core.read_namespaced_service(name=name, namespace=namespace),
+            apply=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body, **_SSA),
+            report=report,
+        )
+    except ApiException as e:
+        routed = _route_api_error(e)
+        if routed is None:
+            raise
+        raise routed from e
+    return {"deployment": name, "service": name, "phase": "Applied"}
+
+
+# Server-side apply: the content type makes a PATCH an apply; force takes over
+# fields another manager set (our spec wins over a manual edit).
+_SSA = {"field_manager": OPERATOR, "force": True, "_content_type": "application/apply-patch+yaml"}
+
+
+def _apply(
+    kind: str,
+    desired: dict[str, Any],
+    *,
+    read: Callable[[], Any],
+    apply: Callable[[dict[str, Any]], Any],
+    report: Reporter,
+) -> bool:
+    """Server-side apply one child; report and return whether it changed.
+
+    The read before is only for the report: SSA itself needs no read.
+    """
+    try:
+        before = _as_dict(read())
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        before = None
+    after = _as_dict(apply(desired))
+    where = f"{desired['metadata']['namespace']}/{desired['metadata']['name']}"
+    if before is None:
+        report(f"{kind}Created", f"created {kind} {where}: {describe(kind, after)}")
+        return True
+    if _essence(before) != _essence(after):
+        report(f"{kind}Updated", f"updated {kind} {where}: {describe_change(kind, before, after)}")
+        return True
+    return False
+
+
+def _essence(obj: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What our apply can change: labels, owner references, spec. Not status:
+    the Deployment controller rewrites that all the time."""
+    meta = obj.get("metadata") or {}
+    return (meta.get("labels"), meta.get("ownerReferences"), obj.get("spec"))
+
+
+@functools.cache
+def _serializer() -> kubernetes.client.ApiClient:
+    return kubernetes.client.ApiClient()
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    return _serializer().sanitize_for_serialization(obj)
+
+
+def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryError | None:
+    """Map an API error to what a retry can achieve; None: leave it as it is."""
+    status = e.status or 0
+    message = _server_message(e)
+    if status == 422:
+        return kopf.PermanentError(f"the API refused the object (422): {message}; fix the Website")
+    if status == 403 and "being terminated" in message:
+        # The NamespaceLifecycle admission plugin, not RBAC: the namespace
+        # (and so the Website) is being deleted.
+        return kopf.TemporaryError(
+            f"the namespace is being deleted (403): {message}; retrying",
+            delay=DEFAULT_RETRY_DELAY,
+        )
+    if status == 403:
+        return kopf.TemporaryError(
+            f"forbidden (403): {message}; grant the verb in the ClusterRole "
+            f"'{OPERATOR}' (deploy/clusterrole.yaml); the operator retries by itself",
+            delay=DEFAULT_RETRY_DELAY,
+        )
+    if status == 429 or status >= 500:
+        return kopf.TemporaryError(
+            f"the API server is overloaded or failing ({status}): {message}; retrying",
+            delay=retry_delay(e),
+        )
+    return None
+
+
+def retry_delay(e: ApiException, default: float = DEFAULT_RETRY_DELAY) -> float:
+    """Seconds to wait before retrying: the server's Retry-After, else ``default``."""
+    value = (e.headers or {}).get("Retry-After")
+    try:
+        return max(1.0, float(value))
+    except (TypeError, ValueError):  # absent, or an HTTP date: not worth parsing
+        return default
+
+
+def _server_message(e: ApiException) -> str:
+    """The API server's own explanation (a Status object's message), if any."""
+    try:
+        return str(json.loads(e.body)["message"])
+    except (TypeError, ValueError, KeyError):
+        return e.reason or "no message"
+
+
+def _ignore(reason: str, message: str) -> None:
+    pass
+
+
+def write_rollout_status(
+    namespace: str,
+    website: str,
+    status: Mapping[str, Any],
+    *,
+    custom: kubernetes.client.CustomObjectsApi | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Merge ``status`` into a Website's status; False if the Website is gone.
+
+    Retries 429 and 5xx a few times (honouring Retry-After, capped): the
+    Deployment watcher that calls it gets no second event to retry with.
+    An unchanged status is a no-op on the server (no new resourceVersion).
+    """
+    custom = CustomObjectsApi() if custom is None else custom
+    for attempt in range(1, STATUS_WRITE_ATTEMPTS + 1):
+        try:
+            custom.patch_namespaced_custom_object_status(
+                group=GROUP, version=VERSION, namespace=namespace, plural=PLURAL, name=website,
+                body={"status": dict(status)},
+            )
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False  # deleted; the garbage collector takes the Deployment next
+            if attempt == STATUS_WRITE_ATTEMPTS or not (e.status == 429 or (e.status or 0) >= 500):
+                raise
+            sleep(min(STATUS_RETRY_MAX_DELAY, retry_delay(e, default=1.0)))
+    return False  # not reached
+
+
+# --- kopf wiring ------------------------------------------------------------
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    """Configure the kubernetes client and kopf before any handler runs."""
+    try:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            kubernetes.config.load_incluster_config()
+        else:
+            kubernetes.config.load_kube_config()  # KUBECONFIG, else ~/.kube/config
+    except kubernetes.config.ConfigException as e:
+        raise kopf.PermanentError(
+            f"no Kubernetes cluster configured ({e}): set KUBECONFIG to a "
+            f"kubeconfig file, or run the operator in a Pod"
+        ) from e
+    # Watches end quietly on some networks and proxies; asking the server to
+    # close each stream after 5 minutes (and giving up client-side a little
+    # later) makes kopf reconnect regularly instead of waiting forever.
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    settings.posting.reporting_component = OPERATOR
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")
+@kopf.on.update(GROUP, VERSION, PLURAL, id="reconcile")
+@kopf.on.create(GROUP, VERSION, PLURAL, id="reconcile")
+def reconcile(
+    name: str,
+    namespace: str,
+    spec: kopf.Spec,
+    meta: kopf.Meta,
+    body: kopf.Body,
+    patch: kopf.Patch,
+    **_: Any,
+) -> dict[str, Any]:
+    """Reconcile on create, on every spec change, and for every Website at startup.
+
+    on.resume makes a restarted operator re-apply what may have changed while
+    it was down (a child deleted, a spec edited). kopf stores the returned
+    dict in ``status.reconcile``; the same fields go to the top level of
+    status, where the printer columns read them.
+    """
+
+    def post_event(reason: str, message: str) -> None:
+        kopf.info(body, reason=reason, message=message)
+
+    generation = meta.get("generation")
+    try:
+        status = reconcile_website(name, namespace, spec, uid=meta["uid"], report=post_event)
+    except kopf.PermanentError as e:
+        # kopf only logs a permanent failure and forgets it once handling is
+        # over, so record it where users look: status and a Warning Event.
+        patch.status.update(phase="Failed", message=str(e), observedGeneration=generation)
+        kopf.warn(body, reason="ReconcileFailed", message=str(e))
+        raise
+    except kopf.TemporaryError as e:
+        patch.status.update(phase="Retrying", message=str(e))
+        raise
+    patch.status.update(status, observedGeneration=generation, message=None)  # None removes it
+    return status
+
+
+@kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY_LABEL: OPERATOR})
+def deployment_status(type: str | None, body: kopf.Body, namespace: str, logger: kopf.Logger, **_: Any) -> None:
+    """Copy an owned Deployment's replica counts into its Website's status.
+
+    Runs on every watch event of a Deployment this operator manages: when it
+    is created, and each time the Deployment controller updates its status
+    (Pods becoming ready, a rollout progressing). Fire-and-forget: on.event
+    handlers keep no state on the object and are never retried by kopf.
+    """
+    if type == "DELETED":
+        return  # its Website is gone (or going): nothing to report to
+    website = owning_website(body)
+    if website is None:
+        return
+    try:
+        write_rollout_status(namespace, website, rollout_status(body))
+    except ApiException as e:
+        logger.warning(
+            f"could not write the rollout status of Website {namespace}/{website} "
+            f"({e.status}): {_server_message(e)}; it is written again on the next change"
+        )

@@ -1,0 +1,293 @@
+"""The kopf Website operator against the real cluster: issue 4's claims for it.
+
+Each test runs its own operator confined to the test's namespace
+(``--namespace``), so tests in parallel never share one. Pods become Running and
+ready because kwok plays the kubelet on the local cluster; the Deployment,
+ReplicaSet and garbage collector controllers are the real kube-controller-manager.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from operatorlab.operators import OperatorProcess
+from operatorlab.wait import eventually
+
+WEBSITES = ("example.com", "v1")
+PLURAL = "websites"
+MANAGED = "app.kubernetes.io/managed-by=website-operator"
+
+
+def website(name: str, **spec: object) -> dict:
+    return {"apiVersion": "example.com/v1", "kind": "Website", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def apps(api_client) -> client.AppsV1Api:
+    return client.AppsV1Api(api_client)
+
+
+@pytest.fixture
+def operator(namespace, tmp_path) -> Iterator[OperatorProcess]:
+    op = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "operator.log").start()
+    yield op
+    op.stop()
+
+
+def _get(custom, namespace: str, name: str) -> dict:
+    return custom.get_namespaced_custom_object(*WEBSITES, namespace, PLURAL, name)
+
+
+def _status(custom, namespace: str, name: str) -> dict:
+    return _get(custom, namespace, name).get("status", {})
+
+
+def _ready(custom, namespace: str, name: str, replicas: int) -> dict | None:
+    """The status once the rollout is complete with ``replicas`` ready, else None."""
+    status = _status(custom, namespace, name)
+    done = status.get("rollout") == "Complete" and status.get("readyReplicas") == status.get("replicas") == replicas
+    return status if done else None
+
+
+def _events(core, namespace: str, name: str) -> list[client.CoreV1Event]:
+    selector = f"involvedObject.kind=Website,involvedObject.name={name}"
+    return core.list_namespaced_event(namespace, field_selector=selector).items
+
+
+def _not_found(read) -> bool:
+    try:
+        read()
+    except client.ApiException as e:
+        if e.status == 404:
+            return True
+        raise
+    return False
+
+
+def _replica_sets(apps, namespace: str, name: str) -> list[client.V1ReplicaSet]:
+    selector = f"app.kubernetes.io/name={name},{MANAGED}"
+    return apps.list_namespaced_replica_set(namespace, label_selector=selector).items
+
+
+def test_create_makes_deployment_service_and_ready_status(operator, custom, core, apps, namespace, record_property):
+    started = time.monotonic()
+    created = custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("shop", replicas=2))
+    status = eventually(lambda: _ready(custom, namespace, "shop", 2), timeout=60, message="2 of 2 ready")
+    latency = time.monotonic() - started
+    record_property("create_to_ready_seconds", round(latency, 3))
+    print(f"create -> status readyReplicas == replicas: {latency:.2f}s")
+
+    assert status["phase"] == "Applied" and status["observedGeneration"] == 1
+    assert (status["deployment"], status["service"]) == ("shop", "shop")
+    deployment = apps.read_namespaced_deployment("shop", namespace)
+    labels = {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"}
+    assert deployment.metadata.labels == labels
+    (owner,) = deployment.metadata.owner_references
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Website", "shop", created["metadata"]["uid"], True)
+    # The watcher reacts to events; it writes nothing on the Deployment (no kopf state).
+    assert not [a for a in (deployment.metadata.annotations or {}) if a.startswith("kopf")]
+    (container,) = deployment.spec.template.spec.containers
+    assert container.image == "nginx:1.25" and container.ports[0].container_port == 80
+    service = core.read_namespaced_service("shop", namespace)
+    assert service.metadata.owner_references[0].uid == created["metadata"]["uid"]
+    assert [(p.port, p.target_port) for p in service.spec.ports] == [(80, "http")]
+    assert service.spec.selector == labels
+    pods = core.list_namespaced_pod(namespace, label_selector=MANAGED).items
+    assert len(pods) == 2 and {p.status.phase for p in pods} == {"Running"}
+    assert {p.spec.node_name for p in pods} == {"kwok-node-0"}
+    eventually(lambda: {"DeploymentCreated", "ServiceCreated"} <= {e.reason for e in _events(core, namespace, "shop")},
+               timeout=15, message="Events of the creation")
+    # No finalizer: the garbage collector does the deleting.
+    assert not _get(custom, namespace, "shop")["metadata"].get("finalizers")
+
+
+def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_path):
+    """on.resume re-applies every Website; server-side apply of an unchanged spec writes nothing."""
+    first = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "first.log").start()
+    try:
+        custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("blog"))
+        eventually(lambda: _ready(custom, namespace, "blog", 1), timeout=60, message="ready")
+    finally:
+        first.stop()
+    versions = (apps.read_namespaced_deployment("blog", namespace).metadata.resource_version,
+                core.read_namespaced_service("blog", namespace).metadata.resource_version)
+    second = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "second.log").start()
+    try:
+        eventually(lambda: f"[{namespace}/blog] Handler 'reconcile' succeeded" in second.log(),
+                   timeout=30, message="resumed and reconciled")
+        assert "resum" in second.log().lower()
+        assert (apps.read_namespaced_deployment("blog", namespace).metadata.resource_version,
+                core.read_namespaced_service("blog", namespace).metadata.resource_version) == versions
+        reasons = [e.reason for e in _events(core, namespace, "blog")]
+        assert sorted(reasons) == ["DeploymentCreated", "ServiceCreated"]  # nothing new from the restart
+    finally:
+        second.stop()
+
+
+def test_resume_recreates_a_child_deleted_while_the_operator_was_down(custom, core, namespace, tmp_path):
+    op = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "op.log").start()
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("docs"))
+    eventually(lambda: _ready(custom, namespace, "docs", 1), timeout=60, message="ready")
+    op.stop()
+    core.delete_namespaced_service("docs", namespace)
+    assert _not_found(lambda: core.read_namespaced_service("docs", namespace))
+    op.start()
+    try:
+        service = eventually(lambda: core.read_namespaced_service("docs", namespace), timeout=30,
+                             message="Service re-created by on.resume")
+        assert service.spec.ports[0].port == 80
+        eventually(lambda: [e.reason for e in _events(core, namespace, "docs")].count("ServiceCreated") == 2,
+                   timeout=15, message="a second ServiceCreated Event")
+    finally:
+        op.stop()
+
+
+def test_changing_the_image_rolls_a_new_replica_set(operator, custom, core, apps, namespace):
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("shop", replicas=2))
+    eventually(lambda: _ready(custom, namespace, "shop", 2), timeout=60, message="ready")
+    (first,) = _replica_sets(apps, namespace, "shop")
+    uid = apps.read_namespaced_deployment("shop", namespace).metadata.uid
+
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "shop", {"spec": {"image": "nginx:1.26"}})
+    eventually(lambda: _status(custom, namespace, "shop").get("observedGeneration") == 2, timeout=30,
+               message="the operator saw generation 2")
+    eventually(lambda: _ready(custom, namespace, "shop", 2), timeout=60, message="rolled and ready")
+    sets = {rs.metadata.name: rs for rs in _replica_sets(apps, namespace, "shop")}
+    assert len(sets) == 2 and first.metadata.name in sets
+    new = next(rs for name, rs in sets.items() if name != first.metadata.name)
+    assert new.spec.template.spec.containers[0].image == "nginx:1.26" and new.spec.replicas == 2
+    eventually(lambda: apps.read_namespaced_replica_set(first.metadata.name, namespace).spec.replicas == 0,
+               timeout=30, message="the old ReplicaSet scaled to 0")
+    # Patched in place (server-side apply), not deleted and re-created.
+    assert apps.read_namespaced_deployment("shop", namespace).metadata.uid == uid
+    eventually(lambda: {p.spec.containers[0].image for p in core.list_namespaced_pod(
+        namespace, label_selector=MANAGED).items if not p.metadata.deletion_timestamp} == {"nginx:1.26"},
+        timeout=60, message="only Pods of the new image left")
+    eventually(lambda: [e.message for e in _events(core, namespace, "shop") if e.reason == "DeploymentUpdated"],
+               timeout=15, message="a DeploymentUpdated Event")
+    updates = [e.message for e in _events(core, namespace, "shop") if e.reason == "DeploymentUpdated"]
+    assert updates == [f"updated Deployment {namespace}/shop: image nginx:1.25 -> nginx:1.26"]
+
+
+def test_changing_the_port_moves_the_service_and_rolls(operator, custom, core, apps, namespace):
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("api"))
+    eventually(lambda: _ready(custom, namespace, "api", 1), timeout=60, message="ready")
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "api", {"spec": {"port": 8080}})
+    eventually(lambda: [p.port for p in core.read_namespaced_service("api", namespace).spec.ports] == [8080],
+               timeout=30, message="the Service exposes 8080, and only 8080")
+    eventually(lambda: len(_replica_sets(apps, namespace, "api")) == 2, timeout=30, message="a second ReplicaSet")
+    eventually(lambda: _ready(custom, namespace, "api", 1), timeout=60, message="rolled and ready")
+    (container,) = apps.read_namespaced_deployment("api", namespace).spec.template.spec.containers
+    assert [p.container_port for p in container.ports] == [8080]
+    assert core.read_namespaced_service("api", namespace).spec.ports[0].target_port == "http"
+    eventually(lambda: "ServiceUpdated" in {e.reason for e in _events(core, namespace, "api")}, timeout=15,
+               message="a ServiceUpdated Event")
+
+
+def test_scaling_follows_spec_replicas_in_status(operator, custom, core, namespace):
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("scale", replicas=1))
+    eventually(lambda: _ready(custom, namespace, "scale", 1), timeout=60, message="1 ready")
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "scale", {"spec": {"replicas": 3}})
+    eventually(lambda: _ready(custom, namespace, "scale", 3), timeout=60, message="3 ready")
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "scale", {"spec": {"replicas": 0}})
+    status = eventually(lambda: _ready(custom, namespace, "scale", 0), timeout=60, message="scaled to zero")
+    assert status["readyReplicas"] == 0
+    eventually(lambda: not core.list_namespaced_pod(namespace, label_selector=MANAGED).items, timeout=60,
+               message="no Pods left")
+
+
+def test_deleting_the_website_lets_the_garbage_collector_remove_its_children(
+        operator, custom, core, apps, namespace):
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("gone", replicas=2))
+    eventually(lambda: _ready(custom, namespace, "gone", 2), timeout=60, message="ready")
+    custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "gone")
+    eventually(lambda: _not_found(lambda: _get(custom, namespace, "gone")), timeout=15,
+               message="the Website is gone at once (no finalizer)")
+    eventually(lambda: _not_found(lambda: apps.read_namespaced_deployment("gone", namespace)), timeout=60,
+               message="the garbage collector deleted the Deployment")
+    eventually(lambda: _not_found(lambda: core.read_namespaced_service("gone", namespace)), timeout=60,
+               message="the garbage collector deleted the Service")
+    eventually(lambda: not _replica_sets(apps, namespace, "gone"), timeout=60, message="ReplicaSets gone")
+    eventually(lambda: not core.list_namespaced_pod(namespace, label_selector=MANAGED).items, timeout=90,
+               message="Pods gone")
+    assert operator.running
+    assert "Traceback" not in operator.log()
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"port": 70000}, "spec.port"),
+    ({"port": 0}, "spec.port"),
+    ({"replicas": 51}, "spec.replicas"),
+    ({"replicas": -1}, "spec.replicas"),
+    ({"image": "nginx 1.25"}, "spec.image"),
+    ({"image": ""}, "spec.image"),
+])
+def test_bad_specs_are_refused_by_the_schema(custom, namespace, spec, field):
+    with pytest.raises(client.ApiException) as refused:
+        custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("bad", **spec))
+    assert refused.value.status == 422
+    assert field in json.loads(refused.value.body)["message"]
+
+
+def test_schema_fills_in_the_defaults(custom, namespace):
+    created = custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("plain"))
+    assert created["spec"] == {"image": "nginx:1.25", "port": 80, "replicas": 1}
+
+
+# The two tests below depend on the CRD's metadata.name rule; one of them
+# removes it for a while, so they never run at the same time.
+
+
+@pytest.mark.xdist_group("website-crd")
+@pytest.mark.parametrize("name", ["my.site", "1site", "a" * 64])
+def test_names_that_cannot_name_a_service_are_refused_by_the_schema(custom, namespace, name):
+    with pytest.raises(client.ApiException) as refused:
+        custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website(name))
+    assert refused.value.status == 422
+    assert "metadata.name" in json.loads(refused.value.body)["message"]
+
+
+@pytest.fixture
+def loose_website_schema(api_client) -> Iterator[None]:
+    """The Website CRD without its metadata.name rule, as an older CRD version might have been.
+
+    Objects stored under an older, looser schema stay stored when the schema tightens:
+    the operator must cope with input the current schema would refuse.
+    """
+    from operatorlab import paths
+    from operatorlab.cluster import manifests
+
+    ext = client.ApiextensionsV1Api(api_client)
+    ext.patch_custom_resource_definition("websites.example.com", [
+        {"op": "remove", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/metadata"}])
+    yield
+    manifests.apply(api_client, manifests.load(paths.crds_dir() / "website.yaml"))
+
+
+@pytest.mark.xdist_group("website-crd")
+def test_input_that_slipped_past_the_schema_is_reported_not_retried(
+        operator, custom, core, apps, namespace, loose_website_schema):
+    name = "my.site"  # a fine object name, but no Service name
+    eventually(lambda: custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website(name)),
+               timeout=30, message="the looser schema takes effect")
+    status = eventually(lambda: _status(custom, namespace, name).get("phase") == "Failed"
+                        and _status(custom, namespace, name), timeout=30, message="status Failed")
+    assert "DNS-1035 label" in status["message"] and "rename the Website" in status["message"]
+    eventually(lambda: _events(core, namespace, name), timeout=15, message="an Event")
+    time.sleep(3)  # a retry storm would show up as more attempts and Events by now
+    events = _events(core, namespace, name)
+    assert [(e.type, e.reason) for e in events] == [("Warning", "ReconcileFailed")]
+    assert operator.running
+    assert operator.log().count(f"[{namespace}/{name}] Handler 'reconcile' failed permanently") == 1
+    assert _not_found(lambda: apps.read_namespaced_deployment(name, namespace)), "nothing half-applied"
+    # A healthy Website next to it is served as usual.
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("fine"))
+    eventually(lambda: _ready(custom, namespace, "fine", 1), timeout=60, message="the other Website is served")
+    # Deleting it is not blocked by anything.
+    custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, name)
+    eventually(lambda: _not_found(lambda: _get(custom, namespace, name)), timeout=15, message="deleted")

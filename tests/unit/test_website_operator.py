@@ -1,0 +1,437 @@
+"""Unit tests of the Website operator's pure parts: spec validation, manifests,
+the CRD's rules, rollout status, and how reconcile_website routes API errors.
+
+No cluster here. Where reconcile_website needs an AppsV1Api or CoreV1Api, a Stub
+answers each call with a canned object or error set up by the test. It has no
+state and no API semantics (server-side apply's merging is the API server's, and
+is tested in tests/integration/): it only lets us check our own requests,
+comparisons and error routing.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import kopf
+import pytest
+import yaml
+from kubernetes.client import ApiException
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_PATH = ROOT / "crds" / "website.yaml"
+OWNER_UID = "0b7a9f0e-1111-2222-3333-444455556666"
+
+
+def _load_operator() -> Any:
+    # Loaded by path under another name: "operator" would shadow the stdlib
+    # module, and the operator is a script, not a package.
+    spec = importlib.util.spec_from_file_location("website_operator", ROOT / "operators" / "website" / "operator.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+op = _load_operator()
+SITE = {"image": "nginx:1.25", "port": 80, "replicas": 2}
+
+
+# --- spec validation ----------------------------------------------------------
+
+
+def test_website_spec_fills_in_the_crd_defaults() -> None:
+    assert op.website_spec("shop", {}) == {"image": "nginx:1.25", "port": 80, "replicas": 1}
+
+
+def test_website_spec_keeps_what_is_given() -> None:
+    spec = {"image": "registry.example.com/web@sha256:" + "a" * 64, "port": 8080, "replicas": 0}
+    assert op.website_spec("a" * 63, spec) == spec
+
+
+@pytest.mark.parametrize("name", ["1shop", "Shop", "shop.example", "shop-", "a" * 64, "", "shop\n", "shop_1"])
+def test_website_spec_refuses_names_that_are_no_service_name(name: str) -> None:
+    with pytest.raises(ValueError, match="DNS-1035 label") as raised:
+        op.website_spec(name, {})
+    assert repr(name) in str(raised.value) and "rename the Website" in str(raised.value)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("image", ""), ("image", "nginx 1.25"), ("image", " nginx"), ("image", 7), ("image", None),
+    ("port", 0), ("port", 65536), ("port", 70000), ("port", "80"), ("port", True), ("port", 80.0),
+    ("replicas", -1), ("replicas", 51), ("replicas", "2"), ("replicas", False),
+])
+def test_website_spec_refuses_unusable_fields(field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=f"spec.{field}") as raised:
+        op.website_spec("shop", {field: value})
+    assert repr(value) in str(raised.value)
+
+
+# --- manifests --------------------------------------------------------------
+
+
+def test_owner_reference_makes_the_website_the_controller() -> None:
+    assert op.owner_reference("shop", OWNER_UID) == {
+        "apiVersion": "example.com/v1", "kind": "Website", "name": "shop", "uid": OWNER_UID,
+        "controller": True, "blockOwnerDeletion": True,
+    }
+
+
+def test_deployment_manifest() -> None:
+    owner = op.owner_reference("shop", OWNER_UID)
+    manifest = op.deployment_manifest("shop", "web", SITE, owner)
+    labels = {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"}
+    assert (manifest["apiVersion"], manifest["kind"]) == ("apps/v1", "Deployment")
+    assert manifest["metadata"] == {"name": "shop", "namespace": "web", "labels": labels, "ownerReferences": [owner]}
+    spec = manifest["spec"]
+    assert spec["replicas"] == 2
+    assert spec["selector"] == {"matchLabels": labels}
+    assert spec["template"]["metadata"]["labels"] == labels
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"] == "nginx:1.25"
+    assert container["ports"] == [{"name": "http", "containerPort": 80, "protocol": "TCP"}]
+    assert container["readinessProbe"]["tcpSocket"] == {"port": "http"}
+
+
+def test_service_manifest_targets_the_named_container_port() -> None:
+    owner = op.owner_reference("shop", OWNER_UID)
+    manifest = op.service_manifest("shop", "web", {**SITE, "port": 8080}, owner)
+    assert (manifest["apiVersion"], manifest["kind"]) == ("v1", "Service")
+    assert manifest["metadata"]["ownerReferences"] == [owner]
+    assert manifest["spec"] == {
+        "selector": {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"},
+        "ports": [{"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}],
+    }
+
+
+def test_image_or_port_change_the_pod_template_replicas_do_not() -> None:
+    owner = op.owner_reference("shop", OWNER_UID)
+
+    def template(site: dict[str, Any]) -> dict[str, Any]:
+        return op.deployment_manifest("shop", "web", site, owner)["spec"]["template"]
+
+    assert template({**SITE, "image": "nginx:1.26"}) != template(SITE)  # a new ReplicaSet
+    assert template({**SITE, "port": 8080}) != template(SITE)
+    assert template({**SITE, "replicas": 5}) == template(SITE)  # scales the same one
+
+
+def test_owning_website_reads_the_controller_reference() -> None:
+    owner = op.owner_reference("shop", OWNER_UID)
+    assert op.owning_website({"metadata": {"ownerReferences": [owner]}}) == "shop"
+    assert op.owning_website({"metadata": {"ownerReferences": [{**owner, "controller": False}]}}) is None
+    assert op.owning_website({"metadata": {"ownerReferences": [{**owner, "kind": "Tenant"}]}}) is None
+    assert op.owning_website({"metadata": {}}) is None
+
+
+# --- rollout status ---------------------------------------------------------
+
+
+def deployment(wanted: int = 2, generation: int = 1, **status: int) -> dict[str, Any]:
+    return {"metadata": {"generation": generation}, "spec": {"replicas": wanted}, "status": status}
+
+
+def test_rollout_status_complete() -> None:
+    body = deployment(2, observedGeneration=1, replicas=2, updatedReplicas=2, readyReplicas=2)
+    assert op.rollout_status(body) == {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2, "rollout": "Complete"}
+
+
+@pytest.mark.parametrize("body", [
+    deployment(2),  # just created: no status yet
+    deployment(2, observedGeneration=1, replicas=2, updatedReplicas=2, readyReplicas=1),  # a Pod not ready
+    deployment(2, observedGeneration=1, replicas=3, updatedReplicas=2, readyReplicas=2),  # an old Pod left
+    deployment(2, generation=2, observedGeneration=1, replicas=2, updatedReplicas=2, readyReplicas=2),  # not seen yet
+])
+def test_rollout_status_progressing(body: dict[str, Any]) -> None:
+    status = op.rollout_status(body)
+    assert status["rollout"] == "Progressing"
+    assert status["replicas"] == 2
+    assert status["readyReplicas"] == body["status"].get("readyReplicas", 0)
+
+
+def test_rollout_status_zero_replicas_is_complete() -> None:
+    assert op.rollout_status(deployment(0, observedGeneration=1))["rollout"] == "Complete"
+
+
+# --- the CRD ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crd() -> dict[str, Any]:
+    return yaml.safe_load(CRD_PATH.read_text())
+
+
+def _schema(crd: dict[str, Any]) -> dict[str, Any]:
+    (version,) = crd["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+def test_crd_identity(crd: dict[str, Any]) -> None:
+    assert crd["metadata"]["name"] == "websites.example.com"
+    assert (crd["spec"]["group"], crd["spec"]["scope"]) == ("example.com", "Namespaced")
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"], names["singular"]) == ("Website", "websites", "website")
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == "v1" and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+
+
+def test_crd_printer_columns(crd: dict[str, Any]) -> None:
+    (version,) = crd["spec"]["versions"]
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    assert columns == {
+        "Image": ".spec.image", "Port": ".spec.port", "Desired": ".spec.replicas",
+        "Ready": ".status.readyReplicas", "Phase": ".status.phase", "Age": ".metadata.creationTimestamp",
+    }
+
+
+def test_crd_defaults_and_limits_are_the_operators(crd: dict[str, Any]) -> None:
+    fields = _schema(crd)["properties"]["spec"]["properties"]
+    assert fields["image"]["default"] == op.DEFAULT_IMAGE
+    assert (fields["port"]["default"], fields["port"]["minimum"], fields["port"]["maximum"]) == (op.DEFAULT_PORT, 1, 65535)
+    assert fields["replicas"]["default"] == op.DEFAULT_REPLICAS
+    assert (fields["replicas"]["minimum"], fields["replicas"]["maximum"]) == (0, op.MAX_REPLICAS)
+
+
+@pytest.mark.parametrize("name", ["shop", "a" * 63, "a" * 64, "1shop", "shop.example", "Shop", "s-1", "s-"])
+def test_crd_name_rule_agrees_with_the_operator(crd: dict[str, Any], name: str) -> None:
+    rule = _schema(crd)["properties"]["metadata"]["properties"]["name"]
+    schema_accepts = len(name) <= rule["maxLength"] and bool(re.search(rule["pattern"], name))
+    try:
+        op.website_spec(name, {})
+        operator_accepts = True
+    except ValueError:
+        operator_accepts = False
+    assert schema_accepts == operator_accepts
+    assert rule["pattern"] == op.NAME_PATTERN
+
+
+@pytest.mark.parametrize("image", ["nginx:1.25", "a", "nginx 1.25", "nginx\t", " nginx"])
+def test_crd_image_rule_agrees_with_the_operator(crd: dict[str, Any], image: str) -> None:
+    rule = _schema(crd)["properties"]["spec"]["properties"]["image"]
+    schema_accepts = bool(re.search(rule["pattern"], image))
+    try:
+        op.website_spec("shop", {"image": image})
+        operator_accepts = True
+    except ValueError:
+        operator_accepts = False
+    assert schema_accepts == operator_accepts
+
+
+def test_crd_every_field_is_described(crd: dict[str, Any]) -> None:
+    def fields(schema: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
+        found = []
+        for key, sub in schema.get("properties", {}).items():
+            found += [(f"{path}.{key}", sub), *fields(sub, f"{path}.{key}")]
+        return found
+
+    assert [p for p, sub in fields(_schema(crd)) if p != ".metadata" and not sub.get("description")] == []
+
+
+# --- reconcile_website: requests, change detection, error routing -------------
+
+
+class Stub:
+    """Stands in for the few API methods the operator calls.
+
+    ``outcomes`` maps a method name to what it returns, or to an exception it
+    raises, or to a list of those used one per call. Every call is recorded;
+    a call the test did not set up fails the test.
+    """
+
+    def __init__(self, **outcomes: Any) -> None:
+        self.outcomes = {k: list(v) if isinstance(v, list) else [v] for k, v in outcomes.items()}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, method: str) -> Any:
+        def call(**kwargs: Any) -> Any:
+            self.calls.append((method, kwargs))
+            queue = self.outcomes.get(method)
+            if not queue:
+                raise AssertionError(f"unexpected call {method}({kwargs})")
+            outcome = queue.pop(0) if len(queue) > 1 else queue[0]
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome
+
+        return call
+
+    def called(self) -> list[str]:
+        return [method for method, _ in self.calls]
+
+
+def api_error(status: int, message: str = "", headers: dict[str, str] | None = None) -> ApiException:
+    error = ApiException(status=status, reason="Reason")
+    error.body = json.dumps({"kind": "Status", "message": message, "code": status})
+    error.headers = headers
+    return error
+
+
+class Reports(list):
+    def __call__(self, reason: str, message: str) -> None:
+        self.append((reason, message))
+
+
+def live(manifest: dict[str, Any], **status: Any) -> dict[str, Any]:
+    """What the API server returns for an applied manifest (status included)."""
+    obj = copy.deepcopy(manifest)
+    obj["metadata"].update(uid="child-uid", resourceVersion="7")
+    obj["status"] = status
+    return obj
+
+
+def desired(site: dict[str, Any] = SITE) -> tuple[dict[str, Any], dict[str, Any]]:
+    owner = op.owner_reference("shop", OWNER_UID)
+    return op.deployment_manifest("shop", "web", site, owner), op.service_manifest("shop", "web", site, owner)
+
+
+def reconcile(apps: Stub, core: Stub, spec: dict[str, Any] = SITE, reports: Reports | None = None) -> dict[str, Any]:
+    return op.reconcile_website("shop", "web", spec, uid=OWNER_UID, apps=apps, core=core, report=reports)
+
+
+def test_reconcile_creates_both_children_with_server_side_apply() -> None:
+    deployment_, service = desired()
+    apps = Stub(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=live(deployment_))
+    core = Stub(read_namespaced_service=api_error(404), patch_namespaced_service=live(service))
+    reports = Reports()
+    status = reconcile(apps, core, reports=reports)
+    assert status == {"deployment": "shop", "service": "shop", "phase": "Applied"}
+    (_, applied_deployment), = [c for c in apps.calls if c[0] == "patch_namespaced_deployment"]
+    assert applied_deployment == {
+        "name": "shop", "namespace": "web", "body": deployment_, "field_manager": "website-operator",
+        "force": True, "_content_type": "application/apply-patch+yaml",
+    }
+    assert [c[1]["body"] for c in core.calls if c[0] == "patch_namespaced_service"] == [service]
+    assert reports == [
+        ("DeploymentCreated", "created Deployment web/shop: image nginx:1.25, port 80, replicas 2"),
+        ("ServiceCreated", "created Service web/shop: port 80"),
+    ]
+
+
+def test_reconcile_reports_nothing_when_nothing_changed() -> None:
+    # Only status differs between the read and the apply (the Deployment
+    # controller's doing): not a change of ours.
+    deployment_, service = desired()
+    apps = Stub(read_namespaced_deployment=live(deployment_, readyReplicas=1),
+                patch_namespaced_deployment=live(deployment_, readyReplicas=2))
+    core = Stub(read_namespaced_service=live(service), patch_namespaced_service=live(service))
+    reports = Reports()
+    reconcile(apps, core, reports=reports)
+    assert reports == []
+
+
+def test_reconcile_reports_what_a_change_rolled() -> None:
+    old_deployment, old_service = desired()
+    new_site = {**SITE, "image": "nginx:1.26", "port": 8080}
+    new_deployment, new_service = desired(new_site)
+    apps = Stub(read_namespaced_deployment=live(old_deployment), patch_namespaced_deployment=live(new_deployment))
+    core = Stub(read_namespaced_service=live(old_service), patch_namespaced_service=live(new_service))
+    reports = Reports()
+    reconcile(apps, core, new_site, reports)
+    assert reports == [
+        ("DeploymentUpdated", "updated Deployment web/shop: image nginx:1.25 -> nginx:1.26, port 80 -> 8080"),
+        ("ServiceUpdated", "updated Service web/shop: port 80 -> 8080"),
+    ]
+
+
+def test_reconcile_reports_a_restored_owner_reference() -> None:
+    deployment_, service = desired()
+    orphaned = live(deployment_)
+    del orphaned["metadata"]["ownerReferences"]
+    apps = Stub(read_namespaced_deployment=orphaned, patch_namespaced_deployment=live(deployment_))
+    core = Stub(read_namespaced_service=live(service), patch_namespaced_service=live(service))
+    reports = Reports()
+    reconcile(apps, core, reports=reports)
+    assert reports == [("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")]
+
+
+@pytest.mark.parametrize(("name", "spec"), [("shop.example", SITE), ("shop", {**SITE, "port": 70000}),
+                                            ("shop", {**SITE, "image": "nginx 1.25"})])
+def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: dict[str, Any]) -> None:
+    apps, core = Stub(), Stub()
+    with pytest.raises(kopf.PermanentError) as raised:
+        op.reconcile_website(name, "web", spec, uid=OWNER_UID, apps=apps, core=core)
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert apps.calls == [] and core.calls == []
+
+
+def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
+    apps = Stub(read_namespaced_deployment=api_error(404),
+                patch_namespaced_deployment=api_error(422, 'Deployment.apps "shop" is invalid'))
+    with pytest.raises(kopf.PermanentError, match='Deployment.apps "shop" is invalid.*fix the Website'):
+        reconcile(apps, Stub())
+
+
+def test_reconcile_429_retries_after_retry_after() -> None:
+    apps = Stub(read_namespaced_deployment=api_error(429, "too many requests", {"Retry-After": "7"}))
+    with pytest.raises(kopf.TemporaryError) as raised:
+        reconcile(apps, Stub())
+    assert raised.value.delay == 7 and "429" in str(raised.value)
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_reconcile_5xx_retries_after_the_default_delay(status: int) -> None:
+    deployment_, _ = desired()
+    apps = Stub(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
+    core = Stub(read_namespaced_service=api_error(status, "etcdserver: request timed out"))
+    with pytest.raises(kopf.TemporaryError) as raised:
+        reconcile(apps, core)
+    assert raised.value.delay == op.DEFAULT_RETRY_DELAY == 10
+    assert "etcdserver: request timed out" in str(raised.value)
+
+
+def test_reconcile_403_from_rbac_points_at_the_clusterrole() -> None:
+    apps = Stub(read_namespaced_deployment=api_error(403, 'deployments.apps "shop" is forbidden'))
+    with pytest.raises(kopf.TemporaryError) as raised:
+        reconcile(apps, Stub())
+    assert "ClusterRole 'website-operator'" in str(raised.value) and raised.value.delay == 10
+
+
+def test_reconcile_403_from_a_terminating_namespace_is_not_blamed_on_rbac() -> None:
+    message = 'deployments.apps "shop" is forbidden: unable to create new content in namespace web because it is being terminated'
+    apps = Stub(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=api_error(403, message))
+    with pytest.raises(kopf.TemporaryError) as raised:
+        reconcile(apps, Stub())
+    assert "being deleted" in str(raised.value) and "ClusterRole" not in str(raised.value)
+
+
+def test_reconcile_other_errors_are_left_to_kopfs_backoff() -> None:
+    apps = Stub(read_namespaced_deployment=api_error(400, "bad request"))
+    with pytest.raises(ApiException):
+        reconcile(apps, Stub())
+
+
+# --- the Deployment watcher's status write ------------------------------------
+
+
+def test_write_rollout_status_merges_into_status() -> None:
+    custom = Stub(patch_namespaced_custom_object_status={})
+    status = {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2, "rollout": "Progressing"}
+    assert op.write_rollout_status("web", "shop", status, custom=custom) is True
+    assert custom.calls == [("patch_namespaced_custom_object_status", {
+        "group": "example.com", "version": "v1", "namespace": "web", "plural": "websites", "name": "shop",
+        "body": {"status": status}})]
+
+
+def test_write_rollout_status_retries_overload_then_succeeds() -> None:
+    custom = Stub(patch_namespaced_custom_object_status=[
+        api_error(429, "slow down", {"Retry-After": "30"}), api_error(503, "unavailable"), {}])
+    slept: list[float] = []
+    assert op.write_rollout_status("web", "shop", {}, custom=custom, sleep=slept.append) is True
+    assert slept == [op.STATUS_RETRY_MAX_DELAY, 1.0]  # Retry-After capped; no header: 1 s
+
+
+def test_write_rollout_status_gives_up_after_its_attempts() -> None:
+    custom = Stub(patch_namespaced_custom_object_status=api_error(500, "down"))
+    with pytest.raises(ApiException):
+        op.write_rollout_status("web", "shop", {}, custom=custom, sleep=lambda _: None)
+    assert len(custom.calls) == op.STATUS_WRITE_ATTEMPTS
+
+
+def test_write_rollout_status_of_a_deleted_website_is_no_error() -> None:
+    custom = Stub(patch_namespaced_custom_object_status=api_error(404, "not found"))
+    assert op.write_rollout_status("web", "shop", {}, custom=custom) is False
+    assert len(custom.calls) == 1
