@@ -34,6 +34,16 @@ def test_up_serves_a_real_api_with_a_ready_node(spare):
     assert {c.type: c.status for c in nodes[0].status.conditions}["Ready"] == "True"
 
 
+def test_simulated_node_renews_its_lease_like_a_kubelet(spare):
+    """Without Lease renewals the node-lifecycle controller marks the node NotReady and
+    every Pod on it Ready=False; kwok must heartbeat through the Lease."""
+    coordination = client.CoordinationV1Api(_api(spare))
+    first = eventually(lambda: coordination.read_namespaced_lease("kwok-node-0", "kube-node-lease").spec.renew_time,
+                       timeout=30, message="node Lease exists")
+    eventually(lambda: coordination.read_namespaced_lease("kwok-node-0", "kube-node-lease").spec.renew_time > first,
+               timeout=30, message="node Lease renewed")
+
+
 def test_status_reports_every_component_healthy_with_pid_and_port(spare):
     rows = spare.status()
     assert [r.name for r in rows] == list(COMPONENTS)

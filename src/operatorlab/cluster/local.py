@@ -258,6 +258,11 @@ class LocalCluster:
                 "--manage-all-nodes=true",
                 f"--server-address=127.0.0.1:{p['kwok']}", f"--node-port={p['kwok']}",
                 "--node-ip=10.0.1.1", "--cidr=10.0.2.0/24",
+                # Renew each node's Lease like a kubelet. Without it the node-lifecycle
+                # controller sees no heartbeat within its grace period (the heartbeat stage
+                # only writes node status every ~10 min), marks the node NotReady and every
+                # Pod on it Ready=False, which no kwok stage undoes. kwokctl passes 40 too.
+                "--node-lease-duration-seconds=40",
             ]
         raise ValueError(f"unknown component {component!r}")
 
