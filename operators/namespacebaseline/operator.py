@@ -61,6 +61,11 @@ API 403: RBAC denies a verb                 TemporaryError  retries; fixing the
 any other error                             unchanged       retries with its backoff
 ==========================================  ==============  ===========================
 
+Two baselines matching one namespace ask for the same two policy names: the
+first to create them keeps them, the other leaves them alone. When the first
+lets go while the other still matches, the other takes them over by relabelling
+them in place, so the namespace is never without its default-deny.
+
 A namespace being deleted (Terminating) is skipped: its policies go with it.
 The namespace watcher is fire-and-forget (kopf does not retry on.event
 handlers): if its write fails, it logs a warning and the timer heals it.
@@ -240,6 +245,32 @@ def is_unwanted(baseline: Baseline, policy: Mapping[str, Any], matching: set[str
     return meta.get("name") == DNS_POLICY and not baseline.allow_dns
 
 
+def plan_namespace(
+    labels: Mapping[str, str] | None,
+    baselines: Mapping[str, Mapping[str, Any]],
+    holding: set[str],
+) -> tuple[list[str], list[Baseline]]:
+    """What one namespace needs, from its labels alone: ``(release, claim)``.
+
+    ``baselines`` maps each baseline's name to its spec; ``holding`` names the
+    baselines whose policies the namespace holds now. Baselines it no longer
+    matches but holds policies of are released (their policies go); baselines
+    it matches are claimed (their policies are ensured). Baselines that cannot
+    work (a bad namespaceLabel) are skipped: their own status says why.
+    """
+    release, claim = [], []
+    for name in sorted(baselines):
+        try:
+            baseline = parse_baseline(name, baselines[name])
+        except ValueError:
+            continue
+        if baseline.matches(labels):
+            claim.append(baseline)
+        elif name in holding:
+            release.append(name)
+    return release, claim
+
+
 # --- Reconcile: observed state -> desired state -----------------------------
 
 
@@ -292,10 +323,21 @@ def reconcile_baseline(
 
 
 def apply_to_namespace(
-    baseline: Baseline, namespace: str, *, networking: kubernetes.client.NetworkingV1Api, report: Reporter
+    baseline: Baseline,
+    namespace: str,
+    *,
+    networking: kubernetes.client.NetworkingV1Api,
+    report: Reporter,
+    takeover: frozenset[str] = frozenset(),
 ) -> int:
-    """Create or correct the baseline's policies in one namespace; return how many it wrote."""
-    return sum(_ensure_policy(networking, desired, report) for desired in desired_policies(baseline, namespace))
+    """Create or correct the baseline's policies in one namespace; return how many it wrote.
+
+    Policies of the baselines named in ``takeover`` (ones letting go of this
+    namespace) are relabelled as this baseline's, not deleted and re-created:
+    the namespace is never without its default-deny, not even for a moment.
+    """
+    return sum(_ensure_policy(networking, desired, report, takeover)
+               for desired in desired_policies(baseline, namespace))
 
 
 def remove_from_namespace(
@@ -325,12 +367,15 @@ def _policies_of(networking: NetworkingV1Api, baseline: str) -> list[dict[str, A
     return listed.get("items") or []
 
 
-def _ensure_policy(networking: NetworkingV1Api, desired: dict[str, Any], report: Reporter) -> int:
+def _ensure_policy(
+    networking: NetworkingV1Api, desired: dict[str, Any], report: Reporter, takeover: frozenset[str] = frozenset()
+) -> int:
     """Create or correct one policy; return 1 if it wrote, else 0.
 
     A policy of the same name that another baseline manages is left alone
     (the first baseline to claim a namespace keeps it; both ask for the same
-    policy). Anyone else's policy of that name is taken over.
+    policy), unless that baseline is in ``takeover``. Anyone else's policy of
+    that name is taken over.
     """
     meta = desired["metadata"]
     name, namespace = meta["name"], meta["namespace"]
@@ -352,7 +397,7 @@ def _ensure_policy(networking: NetworkingV1Api, desired: dict[str, Any], report:
     observed_meta = observed.get("metadata") or {}
     labels = observed_meta.get("labels") or {}
     owner = labels.get(BASELINE_LABEL)
-    if owner and owner != meta["labels"][BASELINE_LABEL]:
+    if owner and owner != meta["labels"][BASELINE_LABEL] and owner not in takeover:
         return 0
     if observed.get("spec") == desired["spec"] and all(labels.get(k) == v for k, v in meta["labels"].items()):
         return 0
@@ -381,6 +426,21 @@ def _delete_policy(networking: NetworkingV1Api, policy: Mapping[str, Any], repor
             return  # gone already
         raise
     report("PolicyRemoved", f"removed NetworkPolicy {meta['namespace']}/{meta['name']}")
+
+
+def write_counts(
+    baseline: str, counts: Mapping[str, int], *, custom: kubernetes.client.CustomObjectsApi | None = None
+) -> bool:
+    """Merge fresh counts into a baseline's status; False if the baseline is gone."""
+    custom = CustomObjectsApi() if custom is None else custom
+    try:
+        custom.patch_cluster_custom_object_status(
+            group=GROUP, version=VERSION, plural=PLURAL, name=baseline, body={"status": dict(counts)})
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
 
 
 @functools.cache
@@ -586,44 +646,36 @@ def namespace_changed(
     """
     if type == "DELETED" or meta.get("deletionTimestamp"):
         return  # its policies go with it
+    known = {name_: entry for name_, entries in list(baselines.items()) for entry in entries}
+    holding = {baseline for baseline in known if (name, baseline) in baseline_policies}
+    release, claim = plan_namespace(labels, {b: e["spec"] for b, e in known.items()}, holding)
     networking = NetworkingV1Api()
-    for baseline_name, entries in list(baselines.items()):
-        for entry in entries:
-            try:
-                baseline = parse_baseline(baseline_name, entry["spec"])
-            except ValueError:
-                continue  # reported in the baseline's status by its own handlers
-            reference = _reference(baseline_name, entry["uid"])
+    changed: set[str] = set()
 
-            def post_event(reason: str, message: str, reference: dict[str, Any] = reference) -> None:
-                kopf.info(reference, reason=reason, message=message)
+    def act(baseline_name: str, write: Callable[[Reporter], int]) -> bool:
+        reference = _reference(baseline_name, known[baseline_name]["uid"])
 
-            try:
-                if baseline.matches(labels):
-                    written = apply_to_namespace(baseline, name, networking=networking, report=post_event)
-                elif (name, baseline_name) in baseline_policies:
-                    written = remove_from_namespace(baseline_name, name, networking=networking, report=post_event)
-                else:
-                    continue
-                if written:
-                    write_counts(baseline_name, count_applied(baseline_name, networking=networking))
-            except ApiException as e:
-                logger.warning(
-                    f"namespace {name}: could not apply baseline {baseline_name!r} "
-                    f"({e.status}): {_server_message(e)}; the resync timer retries it"
-                )
+        def post_event(reason: str, message: str) -> None:
+            kopf.info(reference, reason=reason, message=message)
 
-
-def write_counts(
-    baseline: str, counts: Mapping[str, int], *, custom: kubernetes.client.CustomObjectsApi | None = None
-) -> bool:
-    """Merge fresh counts into a baseline's status; False if the baseline is gone."""
-    custom = CustomObjectsApi() if custom is None else custom
-    try:
-        custom.patch_cluster_custom_object_status(
-            group=GROUP, version=VERSION, plural=PLURAL, name=baseline, body={"status": dict(counts)})
-    except ApiException as e:
-        if e.status == 404:
+        try:
+            return bool(write(post_event))
+        except ApiException as e:
+            logger.warning(
+                f"namespace {name}: could not apply baseline {baseline_name!r} "
+                f"({e.status}): {_server_message(e)}; the resync timer retries it"
+            )
             return False
-        raise
-    return True
+
+    # Claims first, taking over the policies of baselines letting go: then
+    # the releases delete only what nobody claimed. Never a moment without.
+    for baseline in claim:
+        if act(baseline.name, lambda report, b=baseline: apply_to_namespace(
+                b, name, networking=networking, report=report, takeover=frozenset(release))):
+            changed |= {baseline.name, *release}  # a takeover changes the releasing one's count too
+    for baseline_name in release:
+        if act(baseline_name, lambda report, b=baseline_name: remove_from_namespace(
+                b, name, networking=networking, report=report)):
+            changed.add(baseline_name)
+    for baseline_name in sorted(changed):
+        act(baseline_name, lambda _, b=baseline_name: write_counts(b, count_applied(b, networking=networking)))

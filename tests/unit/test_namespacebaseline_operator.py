@@ -480,3 +480,30 @@ def test_write_counts_of_a_deleted_baseline_is_no_error() -> None:
     assert custom.calls[0] == ("patch_cluster_custom_object_status", {
         "group": "hedronite.io", "version": "v1alpha1", "plural": "namespacebaselines", "name": "payments",
         "body": {"status": {"namespaces": 1, "policies": 2}}})
+
+
+def test_plan_namespace_releases_what_no_longer_matches_and_claims_what_does() -> None:
+    specs = {
+        "payments": {"namespaceLabel": "team=payments"},
+        "billing": {"namespaceLabel": "team=billing"},
+        "everyone": {"namespaceLabel": "zone=eu"},
+        "broken": {"namespaceLabel": "zone"},  # slipped past the schema: skipped, its status says why
+    }
+    release, claim = op.plan_namespace({"team": "billing", "zone": "eu"}, specs, holding={"payments", "everyone"})
+    assert release == ["payments"]
+    assert [b.name for b in claim] == ["billing", "everyone"]
+    assert op.plan_namespace({}, specs, holding=set()) == ([], [])
+    assert op.plan_namespace(None, specs, holding={"billing"}) == (["billing"], [])
+
+
+def test_apply_to_namespace_takes_over_a_releasing_baselines_policies_in_place() -> None:
+    theirs = existing("a", baseline="security")
+    networking = Stub(read_namespaced_network_policy=lambda name, namespace: theirs[name],
+                      replace_namespaced_network_policy=lambda name, namespace, body: body)
+    payments = op.parse_baseline("payments", SPEC)
+    assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports()) == 0  # not released: theirs
+    assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports(),
+                                 takeover=frozenset({"security"})) == 2
+    relabelled = [kw["body"]["metadata"] for _, kw in networking.called("replace")]
+    assert [m["labels"]["hedronite.io/namespacebaseline"] for m in relabelled] == ["payments", "payments"]
+    assert [m["uid"] for m in relabelled] == ["policy-uid", "policy-uid"]  # replaced, not re-created
