@@ -8,6 +8,8 @@
     operatorlab cluster env                          the export line for kubectl in a shell
     operatorlab operator list                        the operators in operators/
     operatorlab operator run NAME [-n NS]            run one in the foreground (kopf run ...)
+    operatorlab lab list|start|check|hint|solve|reset ID    guided labs (operatorlab.labs.cli)
+    operatorlab drill list|start ID|check|hint              timed drills
 
 The provider comes from ``$OPERATORLAB_CLUSTER`` (``local`` or ``existing``); see
 :func:`operatorlab.cluster.get_cluster`.
@@ -118,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-n", "--namespace", action="append", help="watch only this namespace (repeatable)")
     run.add_argument("--cluster-name", default=None)
     run.set_defaults(func=operator_run)
+
+    from operatorlab.labs import cli as labs_cli  # operatorlab lab ..., operatorlab drill ...
+
+    labs_cli.add_parsers(sub)
     return parser
 
 

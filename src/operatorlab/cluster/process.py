@@ -61,8 +61,10 @@ def is_running(pid: int | None, executable: str | Path | None = None) -> bool:
     """Whether ``pid`` is alive (not a zombie) and, if given, runs ``executable``."""
     if not pid:
         return False
-    if (child := _children.get(pid)) is not None and child.poll() is not None:
-        return False
+    if (child := _children.get(pid)) is not None:
+        # Our own child: ask the kernel directly. (Between fork and exec its cmdline is
+        # still ours, so the executable check below would wrongly say "not running".)
+        return child.poll() is None
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         if stat.rsplit(")", 1)[1].split()[0] == "Z":

@@ -2,6 +2,7 @@
 
 - :class:`EventTimeline`: each watch event (and reflector marker) as it arrives.
 - :class:`QueuePanel`: a work queue's depth and counters (adds, dedups, retries...).
+- :class:`LabPanel`: a lab's buttons (inject, check, hint) over the lab engine.
 
 Both are fed from background threads (a reflector, a work queue's listeners);
 ipywidgets synchronises widget state with the browser from any thread. Their
@@ -9,7 +10,8 @@ plain-text form is stable (``EventTimeline()``), so nbval can compare the cells
 that display them; the live content is for people.
 """
 
+from operatorlab.widgets.lab import LabPanel
 from operatorlab.widgets.queue import QueuePanel
 from operatorlab.widgets.timeline import EventTimeline
 
-__all__ = ["EventTimeline", "QueuePanel"]
+__all__ = ["EventTimeline", "LabPanel", "QueuePanel"]

@@ -1,0 +1,107 @@
+"""Reusable checks on the live cluster. Each failing message names evidence to look at."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from operatorlab.labs.base import Check
+
+TENANTS = ("hedronite.io", "v1", "tenants")
+
+
+def _get(call) -> Any | None:
+    from kubernetes import client
+
+    try:
+        return call()
+    except client.ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def tenant_evidence(tenant: dict) -> str:
+    """What a Tenant's own object says: phase, message, kopf's handler progress, finalizers."""
+    status = tenant.get("status") or {}
+    parts = [f"status.phase={status.get('phase')!r}"]
+    if status.get("message"):
+        parts.append(f"status.message={status['message'][:160]!r}")
+    progress = (status.get("kopf") or {}).get("progress") or {}
+    for handler, p in progress.items():
+        if p.get("retries") or p.get("failure") or p.get("message"):
+            parts.append(f"status.kopf.progress.{handler}: retries={p.get('retries')} "
+                         f"message={str(p.get('message'))[:120]!r}")
+    if not status:
+        parts.append("no status at all")
+    if not tenant["metadata"].get("finalizers"):
+        parts.append("no finalizers")
+    return "; ".join(parts)
+
+
+def tenant_reconciled(api, name: str) -> Check:
+    """The Tenant's namespace exists (labelled, not Terminating) and its quota matches ``spec.cpuQuota``."""
+    from kubernetes import client
+    from kubernetes.utils import parse_quantity
+
+    label = f"Tenant {name} reconciled (namespace + quota match spec)"
+    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    tenant = _get(lambda: custom.get_cluster_custom_object(*TENANTS, name))
+    if tenant is None:
+        return Check(label, False, f"Tenant {name} does not exist (kubectl get tenants)")
+    namespace = f"tenant-{name}"
+    evidence = f"kubectl get tenant {name} -o yaml: {tenant_evidence(tenant)}"
+    ns = _get(lambda: core.read_namespace(namespace))
+    if ns is None:
+        return Check(label, False, f"namespace {namespace} not found. {evidence}")
+    if ns.metadata.deletion_timestamp:
+        return Check(label, False, f"namespace {namespace} is Terminating since {ns.metadata.deletion_timestamp}. {evidence}")
+    quota = _get(lambda: core.read_namespaced_resource_quota("tenant-quota", namespace))
+    if quota is None:
+        return Check(label, False, f"namespace {namespace} exists but holds no ResourceQuota tenant-quota. {evidence}")
+    want = str(tenant["spec"]["cpuQuota"])
+    hard = (quota.spec.hard or {}) if quota.spec else {}
+    if not all(k in hard and parse_quantity(hard[k]) == parse_quantity(want) for k in ("requests.cpu", "limits.cpu")):
+        return Check(label, False, f"ResourceQuota {namespace}/tenant-quota has spec.hard {hard} but the Tenant's "
+                                   f"spec.cpuQuota is {want!r}. {evidence}")
+    return Check(label, True, f"namespace {namespace} with quota cpu {want}")
+
+
+def tenant_not_stuck(api, name: str) -> Check:
+    """The Tenant is either live or gone, not hanging in Terminating."""
+    from kubernetes import client
+
+    label = f"Tenant {name} not stuck Terminating"
+    tenant = _get(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
+    if tenant is None or not tenant["metadata"].get("deletionTimestamp"):
+        return Check(label, True, "gone" if tenant is None else "live")
+    meta = tenant["metadata"]
+    return Check(label, False, f"Tenant {name} has metadata.deletionTimestamp={meta['deletionTimestamp']} and "
+                               f"metadata.finalizers={meta.get('finalizers')}: something has yet to finish its cleanup")
+
+
+def no_orphan_namespace(api, name: str) -> Check:
+    """``tenant-<name>`` exists only while its Tenant does (else it is gone or going)."""
+    from kubernetes import client
+
+    label = f"namespace tenant-{name} not orphaned"
+    tenant = _get(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
+    ns = _get(lambda: client.CoreV1Api(api).read_namespace(f"tenant-{name}"))
+    if ns is None or ns.metadata.deletion_timestamp or (tenant and not tenant["metadata"].get("deletionTimestamp")):
+        return Check(label, True, "consistent with its Tenant")
+    owner = "no Tenant" if tenant is None else "a Tenant being deleted"
+    return Check(label, False, f"namespace tenant-{name} (created {ns.metadata.creation_timestamp}) is live, yet "
+                               f"there is {owner} {name}: kubectl get ns tenant-{name}; kubectl get tenants")
+
+
+def one_quota_per_namespace(api, names: list[str]) -> Check:
+    """No duplicates: at most one ResourceQuota in each tenant namespace."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    label = "no duplicate quotas"
+    for name in names:
+        items = (_get(lambda: core.list_namespaced_resource_quota(f"tenant-{name}")) or client.V1ResourceQuotaList(items=[])).items
+        if len(items) > 1:
+            return Check(label, False, f"namespace tenant-{name} holds {len(items)} ResourceQuotas: "
+                                       f"{[q.metadata.name for q in items]}")
+    return Check(label, True, "at most one ResourceQuota per tenant namespace")

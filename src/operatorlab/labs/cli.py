@@ -1,0 +1,177 @@
+"""``operatorlab lab ...`` and ``operatorlab drill ...`` (added to the parser in ``operatorlab.cli``).
+
+::
+
+    operatorlab lab list                 every lab with a one-line summary (D: also a drill)
+    operatorlab lab start ID             set up a known good state, then inject the fault
+    operatorlab lab check ID [--wait S]  run the checks (waiting up to S s for them to pass)
+    operatorlab lab hint ID [--all]      the next hint (vague first)
+    operatorlab lab solve ID             apply the reference fix, then check
+    operatorlab lab reset ID             remove everything the lab made
+    operatorlab drill list | start ID | check | hint
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from operatorlab.labs import registry, runner
+from operatorlab.labs.base import Check, LabNotStarted, LabUnavailable
+
+
+def _c(text: str, code: str) -> str:
+    from operatorlab.cli import _color  # one rule for colour: a tty and no NO_COLOR
+
+    return _color(text, code)
+
+
+def _lab(lab_id: str):
+    return runner.create(registry.get(lab_id), runner.context())
+
+
+def _print_checks(results: list[Check]) -> bool:
+    for c in results:
+        mark = _c("PASS", "32") if c.passed else _c("FAIL", "31")
+        print(f"  {mark}  {c.name}")
+        if not c.passed and c.message:
+            print(textwrap.indent(textwrap.fill(c.message, 96), "        "))
+    ok = all(c.passed for c in results)
+    passed = sum(c.passed for c in results)
+    print(_c(f"  {passed}/{len(results)} checks pass", "32" if ok else "33"))
+    return ok
+
+
+def lab_list(_: argparse.Namespace) -> int:
+    ctx = runner.context()
+    for lab_id, cls in registry.discover().items():
+        drill = _c("D", "36") if cls.drill else " "
+        line = f"  {lab_id:<26} {drill} {cls.summary}"
+        if runner.unavailable(cls, ctx):
+            line += _c("  (unavailable on this cluster: needs the local cluster)", "33")
+        print(line)
+    print("\n  D: also a timed drill (operatorlab drill start ID). Each lab's story: labs/ID/README.md")
+    return 0
+
+
+def lab_start(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    print(f"{_c(lab.title, '1')}: setting up a known good state, then injecting the fault...")
+    runner.start(lab)
+    print(f"fault injected. Read labs/{lab.id}/README.md; then `operatorlab lab check {lab.id}`"
+          f" (hints: `operatorlab lab hint {lab.id}`).")
+    return 0
+
+
+def lab_check(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    print(_c(f"{lab.id}: checks", "1"))
+    return 0 if _print_checks(runner.check(lab, settle=args.wait)) else 1
+
+
+def lab_hint(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    hints = runner.hint(lab, all_hints=args.all)
+    for i, hint in enumerate(hints, 1):
+        print(textwrap.fill(f"hint {i}/{len(lab.hints)}: {hint}", 100, subsequent_indent="    "))
+    return 0
+
+
+def lab_solve(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    print(f"{lab.id}: applying the reference fix...")
+    runner.solve(lab)
+    return 0 if _print_checks(runner.check(lab, settle=lab.settle)) else 1
+
+
+def lab_reset(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    runner.reset(lab)
+    print(f"{lab.id}: reset (its processes stopped, its objects and files deleted)")
+    return 0
+
+
+def drill_list(_: argparse.Namespace) -> int:
+    for lab_id, cls in registry.drills().items():
+        print(f"  {lab_id:<26} {cls.summary}")
+    return 0
+
+
+def drill_start(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    if not lab.drill:
+        print(_c(f"error: {lab.id} is not a drill; choose one of: {', '.join(registry.drills())}", "31"), file=sys.stderr)
+        return 2
+    print(f"drill {_c(lab.id, '1')}: breaking the cluster...")
+    runner.drill_start(lab)
+    print(f"the clock runs. Task: {lab.summary}.\nWhen done: operatorlab drill check   (no hints unless you ask: "
+          f"operatorlab drill hint)")
+    return 0
+
+
+def _drill_lab():
+    ctx = runner.context()
+    record = runner.drill_current(ctx)
+    if not record:
+        raise LabNotStarted("no drill running: operatorlab drill start ID (operatorlab drill list)")
+    return runner.create(registry.get(record["lab"]), ctx)
+
+
+def drill_check(_: argparse.Namespace) -> int:
+    lab = _drill_lab()
+    results, elapsed, solved = runner.drill_check(lab)
+    _print_checks(results)
+    minutes, seconds = divmod(int(elapsed), 60)
+    hints = lab.state.data.get("hints_shown", 0)
+    if solved:
+        print(_c(f"drill {lab.id} solved in {minutes}:{seconds:02d}", "32") + f" ({hints} hint(s) used). "
+              f"Clean up: operatorlab lab reset {lab.id}")
+        return 0
+    print(f"not yet: {minutes}:{seconds:02d} elapsed")
+    return 1
+
+
+def drill_hint(args: argparse.Namespace) -> int:
+    lab = _drill_lab()
+    args.id, args.all = lab.id, False
+    return lab_hint(args)
+
+
+def _guard(func):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except (LabNotStarted, LabUnavailable) as e:
+            print(_c(f"error: {e}", "31"), file=sys.stderr)
+            return 2
+    return run
+
+
+def add_parsers(sub) -> None:
+    """Add ``lab`` and ``drill`` to the ``operatorlab`` parser's subcommands."""
+    lab = sub.add_parser("lab", help="guided fault-injection labs")
+    lsub = lab.add_subparsers(dest="action", required=True)
+    lsub.add_parser("list", help="list the labs").set_defaults(func=_guard(lab_list))
+    for action, func, help_ in (
+        ("start", lab_start, "set up and inject the fault"),
+        ("check", lab_check, "run the lab's checks"),
+        ("hint", lab_hint, "show the next hint"),
+        ("solve", lab_solve, "apply the reference fix"),
+        ("reset", lab_reset, "remove everything the lab made"),
+    ):
+        p = lsub.add_parser(action, help=help_)
+        p.add_argument("id")
+        p.set_defaults(func=_guard(func))
+        if action == "check":
+            p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the checks to pass (default 5)")
+        if action == "hint":
+            p.add_argument("--all", action="store_true", help="all hints at once")
+    drill = sub.add_parser("drill", help="timed CKA-style drills")
+    dsub = drill.add_subparsers(dest="action", required=True)
+    dsub.add_parser("list", help="list the drills").set_defaults(func=_guard(drill_list))
+    p = dsub.add_parser("start", help="break the cluster and start the clock")
+    p.add_argument("id")
+    p.set_defaults(func=_guard(drill_start))
+    dsub.add_parser("check", help="grade the running drill").set_defaults(func=_guard(drill_check))
+    dsub.add_parser("hint", help="a hint (counted)").set_defaults(func=_guard(drill_hint))

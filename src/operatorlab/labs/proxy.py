@@ -1,0 +1,362 @@
+"""An API fault proxy: between an operator and the real apiserver, it fails chosen requests on purpose.
+
+::
+
+    operator ──HTTP (loopback)──► FaultProxy ──HTTPS + admin credentials──► kube-apiserver
+                                     │ rules: answer 429/500/503 (+ Retry-After),
+                                     │        cut a watch stream, answer a watch with 410 Gone
+                                     └ /_operatorlab/rules, /_operatorlab/stats: scripting
+
+Everything not matched by a rule is forwarded unchanged and streamed back chunk by chunk
+(watches included), so the operator talks to the real apiserver, with its real
+resourceVersions, 409s and watch semantics; only the chosen requests fail.
+
+Why plain HTTP on loopback towards the operator (not TLS with a certificate signed by
+the cluster's CA): it works on every cluster. On an existing cluster (minikube, kind)
+we do not hold the CA's private key and could not sign a serving certificate; the
+proxy still reaches that apiserver with the kubeconfig's own credentials. It listens on
+127.0.0.1 only, lives as long as the lab, and writes a kubeconfig pointing at itself
+(``server: http://127.0.0.1:<port>``, no credentials: the proxy adds the admin's).
+
+Rules (JSON objects, first match wins, each may fire a limited number of ``times``)::
+
+    {"action": "status", "status": 429, "retry_after": 2, "method": "POST", "path": "/resourcequotas"}
+    {"action": "gone", "path": "/tenants", "watch": true}          # a 410 ERROR event, then end
+    {"action": "cut", "path": "/tenants", "watch": true, "after": 1}  # forward 1 s, then drop the connection
+
+Run: ``python -m operatorlab.labs.proxy --kubeconfig K --port P --write-kubeconfig OUT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import ssl
+import sys
+import time
+import urllib.request
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONTROL = "/_operatorlab"
+REASONS = {410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+           504: "Timeout"}
+ACTIONS = ("status", "gone", "cut")
+_DROP_REQUEST = {"host", "content-length", "accept-encoding", "connection", "transfer-encoding", "authorization",
+                 "keep-alive"}
+_DROP_RESPONSE = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
+
+
+# -- rules (pure: unit-tested without a network) ------------------------------------------
+
+
+@dataclass
+class Rule:
+    """When a request matches (``method``, ``path`` regex, ``watch``), do ``action``.
+
+    Args:
+        action: ``status`` (answer ``status`` with a Kubernetes Status body and, if set,
+            ``Retry-After``), ``gone`` (answer a watch with one ``ERROR`` event carrying a 410
+            Status, then end the stream, as kube-apiserver does for a too old
+            resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s).
+        method: an HTTP method, several comma-separated, or ``*``.
+        path: a regular expression searched in the request path (``""`` matches all).
+        watch: only watch requests (True), only non-watch (False), or both (None).
+        times: how many requests it may answer (None: all).
+        name: a label for the stats (default: derived from the rule).
+    """
+
+    action: str
+    method: str = "*"
+    path: str = ""
+    watch: bool | None = None
+    status: int = 503
+    retry_after: float | None = None
+    after: float = 0.0
+    times: int | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"unknown action {self.action!r}; choose one of {', '.join(ACTIONS)}")
+        if self.action == "status" and not 400 <= self.status <= 599:
+            raise ValueError(f"status {self.status} is not an error status (400-599)")
+        re.compile(self.path)
+        if not self.name:
+            what = {"status": str(self.status), "gone": "410-event", "cut": f"cut-{self.after:g}s"}[self.action]
+            self.name = f"{what} {self.method} {self.path or '*'}{' watch' if self.watch else ''}"
+
+    def matches(self, method: str, path: str, query: dict[str, str]) -> bool:
+        if self.times is not None and self.times <= 0:
+            return False
+        if self.method != "*" and method.upper() not in {m.strip().upper() for m in self.method.split(",")}:
+            return False
+        if self.watch is not None and is_watch(query) != self.watch:
+            return False
+        if self.action in ("gone", "cut") and not is_watch(query):
+            return False
+        return re.search(self.path, path) is not None
+
+
+def is_watch(query: dict[str, str]) -> bool:
+    return str(query.get("watch", "")).lower() in ("true", "1")
+
+
+class RuleSet:
+    """Ordered rules plus what they did: ``decide`` picks the first match and counts it."""
+
+    def __init__(self, rules: list[Rule] | None = None) -> None:
+        self.rules: list[Rule] = list(rules or [])
+        self.hits: dict[str, list[float]] = {}
+        self.requests: deque[dict[str, Any]] = deque(maxlen=2000)
+
+    def replace(self, rules: list[dict | Rule]) -> None:
+        self.rules = [r if isinstance(r, Rule) else Rule(**r) for r in rules]
+
+    def decide(self, method: str, path: str, query: dict[str, str]) -> Rule | None:
+        rule = next((r for r in self.rules if r.matches(method, path, query)), None)
+        if rule is not None:
+            if rule.times is not None:
+                rule.times -= 1
+            self.hits.setdefault(rule.name, []).append(time.time())
+        self.requests.append({"t": time.time(), "method": method, "path": path, "watch": is_watch(query),
+                              "rule": rule.name if rule else None})
+        return rule
+
+    def stats(self) -> dict[str, Any]:
+        return {"rules": [asdict(r) for r in self.rules], "hits": self.hits, "requests": list(self.requests)}
+
+
+def status_body(code: int, message: str | None = None) -> dict[str, Any]:
+    """A Kubernetes ``Status`` object, as the apiserver sends with an error."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message or f"injected by the Operator Lab fault proxy ({code})",
+            "reason": REASONS.get(code, "Unknown"), "code": code}
+
+
+def gone_event() -> bytes:
+    """The watch event kube-apiserver sends when a watch's resourceVersion is too old."""
+    status = status_body(410, "too old resource version (injected by the Operator Lab fault proxy)")
+    return (json.dumps({"type": "ERROR", "object": status}) + "\n").encode()
+
+
+# -- the server ---------------------------------------------------------------------------
+
+
+@dataclass
+class Upstream:
+    """Where and how to reach the real apiserver (from a kubeconfig)."""
+
+    server: str
+    ssl_context: ssl.SSLContext | bool
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path) -> Upstream:
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=str(path), client_configuration=cfg)
+        if not cfg.verify_ssl:
+            context: ssl.SSLContext | bool = False
+        else:
+            context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+            if cfg.cert_file:
+                context.load_cert_chain(cfg.cert_file, cfg.key_file)
+        headers = {}
+        token = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization")
+        if token:
+            headers["Authorization"] = token if " " in token else f"Bearer {token}"
+        return cls(cfg.host.rstrip("/"), context, headers)
+
+
+def make_app(upstream: Upstream, rules: RuleSet):
+    """The aiohttp application: control endpoints, rules, and the forwarding."""
+    import aiohttp
+    from aiohttp import web
+
+    async def on_startup(app) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None, sock_connect=10)
+        app["session"] = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+        app["streams"] = {}  # requests being forwarded right now (watches stay here for minutes)
+
+    async def on_cleanup(app) -> None:
+        await app["session"].close()
+
+    async def control(request: web.Request) -> web.StreamResponse:
+        what = request.path[len(CONTROL):].strip("/")
+        if what == "rules" and request.method == "PUT":
+            try:
+                rules.replace(await request.json())
+            except (TypeError, ValueError) as e:
+                return web.json_response({"error": str(e)}, status=400)
+            # Open watches a new gone/cut rule matches are dropped now, so the client's next
+            # watch request meets the rule (a watch may otherwise stay open for many minutes).
+            for stream in list(request.app["streams"].values()):
+                if any(r.action in ("gone", "cut") and r.matches(stream.method, stream.path, dict(stream.query))
+                       for r in rules.rules) and stream.transport is not None:
+                    stream.transport.abort()
+        if what in ("rules", "stats"):
+            return web.json_response(rules.stats())
+        return web.json_response({"error": f"unknown control path {request.path}"}, status=404)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.path.startswith(CONTROL):
+            return await control(request)
+        rule = rules.decide(request.method, request.path, dict(request.query))
+        if rule is not None and rule.action == "status":
+            headers = {"Retry-After": f"{rule.retry_after:g}"} if rule.retry_after is not None else {}
+            return web.json_response(status_body(rule.status), status=rule.status, headers=headers)
+        if rule is not None and rule.action == "gone":
+            response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            await response.write(gone_event())
+            await response.write_eof()
+            return response
+        return await forward(request, cut_after=rule.after if rule is not None else None)
+
+    async def forward(request: web.Request, cut_after: float | None) -> web.StreamResponse:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
+        headers.update(upstream.headers)
+        body = await request.read()
+        session = request.app["session"]
+        try:
+            upstream_response = await session.request(
+                request.method, upstream.server + request.path_qs, headers=headers, data=body or None,
+                ssl=upstream.ssl_context, allow_redirects=False,
+                # Forward the client's Content-Type or none: aiohttp's default (octet-stream) gets a 415.
+                skip_auto_headers=("Content-Type",))
+        except aiohttp.ClientError as e:
+            return web.json_response(status_body(503, f"fault proxy: upstream unreachable: {e}"), status=503)
+        request.app["streams"][id(request)] = request
+        async with upstream_response:
+            response = web.StreamResponse(status=upstream_response.status, headers={
+                k: v for k, v in upstream_response.headers.items() if k.lower() not in _DROP_RESPONSE})
+            await response.prepare(request)
+            try:
+                async with asyncio.timeout(cut_after):
+                    async for chunk in upstream_response.content.iter_any():
+                        await response.write(chunk)
+            except TimeoutError:
+                # Drop the connection mid-stream, with no end-of-stream marker, as a broken network does.
+                if request.transport is not None:
+                    request.transport.abort()
+                return response
+            except (aiohttp.ClientError, ConnectionResetError):
+                return response
+            finally:
+                request.app["streams"].pop(id(request), None)
+            await response.write_eof()
+            return response
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app
+
+
+def proxy_kubeconfig(port: int) -> str:
+    """A kubeconfig pointing at the proxy: plain HTTP on loopback, no credentials."""
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "fault-proxy", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "via-fault-proxy", "user": {}}],
+        "contexts": [{"name": "fault-proxy", "context": {"cluster": "fault-proxy", "user": "via-fault-proxy"}}],
+        "current-context": "fault-proxy", "preferences": {},
+    }, sort_keys=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from aiohttp import web
+
+    parser = argparse.ArgumentParser(prog="python -m operatorlab.labs.proxy", description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True, type=Path, help="how to reach the real apiserver")
+    parser.add_argument("--port", required=True, type=int, help="listen on 127.0.0.1:PORT")
+    parser.add_argument("--write-kubeconfig", type=Path, help="write a kubeconfig pointing at the proxy here")
+    parser.add_argument("--rules", default="[]", help="initial rules, a JSON list")
+    args = parser.parse_args(argv)
+    rules = RuleSet()
+    rules.replace(json.loads(args.rules))
+    if args.write_kubeconfig:
+        args.write_kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        args.write_kubeconfig.write_text(proxy_kubeconfig(args.port))
+    print(f"fault proxy on http://127.0.0.1:{args.port} -> {args.kubeconfig}", flush=True)
+    web.run_app(make_app(Upstream.from_kubeconfig(args.kubeconfig), rules), host="127.0.0.1", port=args.port,
+                print=None, access_log=None)
+    return 0
+
+
+# -- driving it from a lab ------------------------------------------------------------------
+
+
+class FaultProxy:
+    """A lab's proxy process, remembered in its state under ``role`` (like a lab's operator)."""
+
+    def __init__(self, lab, role: str = "proxy") -> None:
+        self.lab = lab
+        self.role = role
+        saved = lab.state.data.get("processes", {}).get(role, {})
+        self.pid: int | None = saved.get("pid")
+        self.started: str | None = saved.get("started")
+        self.port: int | None = saved.get("port")
+        self.log_path = lab.ctx.state_dir / f"{lab.id}-{role}.log"
+        self.kubeconfig = lab.ctx.state_dir / f"{lab.id}-{role}.kubeconfig"
+
+    def start(self, rules: list[dict] | None = None, *, timeout: float = 20.0) -> FaultProxy:
+        from operatorlab.cluster import process
+
+        self.stop()
+        self.port = process.free_port()
+        argv = [sys.executable, "-m", "operatorlab.labs.proxy", "--kubeconfig", str(self.lab.ctx.kubeconfig),
+                "--port", str(self.port), "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules or [])]
+        from operatorlab.labs.faults import start_time
+
+        self.pid = process.spawn(argv, self.log_path)
+        self.started = start_time(self.pid)
+        self.lab.state.data.setdefault("processes", {})[self.role] = {
+            "kind": "proxy", "pid": self.pid, "started": self.started, "port": self.port, "log": str(self.log_path)}
+        self.lab.state.remember("files", str(self.kubeconfig))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not process.is_running(self.pid):
+                raise RuntimeError(f"fault proxy exited:\n{process.tail(self.log_path)}")
+            try:
+                self.stats()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"fault proxy not answering after {timeout:.0f}s:\n{process.tail(self.log_path)}")
+
+    def stop(self) -> None:
+        from operatorlab.labs.faults import stop_recorded
+
+        stop_recorded(self.pid, self.started, timeout=5)
+
+    def set_rules(self, rules: list[dict]) -> dict:
+        """Replace the rules (validated by the proxy); returns its stats."""
+        return self._call("rules", method="PUT", body=rules)
+
+    def clear(self) -> dict:
+        return self.set_rules([])
+
+    def stats(self) -> dict:
+        """``{"rules": [...], "hits": {rule name: [unix times]}, "requests": [...]}``."""
+        return self._call("stats")
+
+    def _call(self, what: str, *, method: str = "GET", body: Any = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{CONTROL}/{what}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 (loopback)
+            return json.loads(response.read())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
