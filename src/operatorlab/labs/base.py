@@ -215,6 +215,16 @@ class Lab:
         return LabOperator(self, role, **kwargs)
 
     def proxy(self, role: str = "proxy"):
+        """The lab's API fault proxy called ``role``, remembered in its state (see :class:`FaultProxy`)."""
         from operatorlab.labs.proxy import FaultProxy
 
-        return FaultProxy(self, role)
+        def remember(proxy: FaultProxy) -> None:
+            self.state.data.setdefault("processes", {})[role] = {
+                "kind": "proxy", "pid": proxy.pid, "started": proxy.started, "port": proxy.port,
+                "log": str(proxy.log_path)}
+            self.state.remember("files", str(proxy.kubeconfig))
+
+        saved = self.state.data.get("processes", {}).get(role, {})
+        return FaultProxy(self.ctx.kubeconfig, self.ctx.state_dir, name=f"{self.id}-{role}",
+                          pid=saved.get("pid"), started=saved.get("started"), port=saved.get("port"),
+                          on_start=remember)

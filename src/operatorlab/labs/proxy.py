@@ -297,32 +297,48 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class FaultProxy:
-    """A lab's proxy process, remembered in its state under ``role`` (like a lab's operator)."""
+    """A fault proxy process in front of the cluster of ``kubeconfig``, driven over HTTP.
 
-    def __init__(self, lab, role: str = "proxy") -> None:
-        self.lab = lab
-        self.role = role
-        saved = lab.state.data.get("processes", {}).get(role, {})
-        self.pid: int | None = saved.get("pid")
-        self.started: str | None = saved.get("started")
-        self.port: int | None = saved.get("port")
-        self.log_path = lab.ctx.state_dir / f"{lab.id}-{role}.log"
-        self.kubeconfig = lab.ctx.state_dir / f"{lab.id}-{role}.kubeconfig"
+    Usable alone (a notebook) or by a lab, which remembers the process in its state
+    through ``on_start``.
+
+    Args:
+        kubeconfig: the real cluster and the credentials the proxy forwards with.
+        workdir: where its log and the kubeconfig pointing at it are written.
+        name: file-name stem for those (``<name>.log``, ``<name>.kubeconfig``).
+        pid, started, port: a proxy started earlier (by another command) to drive or stop.
+        on_start: called with the proxy as soon as it is spawned (a lab records it for cleanup).
+    """
+
+    def __init__(self, kubeconfig: Path, workdir: Path, *, name: str = "proxy", pid: int | None = None,
+                 started: str | None = None, port: int | None = None, on_start=None) -> None:
+        self.upstream_kubeconfig = Path(kubeconfig)
+        self.pid = pid
+        self.started = started  # the process's start time: with pid, its identity
+        self.port = port
+        self.log_path = Path(workdir) / f"{name}.log"
+        #: The kubeconfig that sends an operator through the proxy.
+        self.kubeconfig = Path(workdir) / f"{name}.kubeconfig"
+        self._on_start = on_start
 
     def start(self, rules: list[dict] | None = None, *, timeout: float = 20.0) -> FaultProxy:
+        """Start it with ``rules`` and wait until it answers.
+
+        Raises:
+            RuntimeError: it exited or did not answer within ``timeout`` s (with its log tail).
+        """
         from operatorlab.cluster import process
 
         self.stop()
         self.port = process.free_port()
-        argv = [sys.executable, "-m", "operatorlab.labs.proxy", "--kubeconfig", str(self.lab.ctx.kubeconfig),
+        argv = [sys.executable, "-m", "operatorlab.labs.proxy", "--kubeconfig", str(self.upstream_kubeconfig),
                 "--port", str(self.port), "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules or [])]
         from operatorlab.labs.faults import start_time
 
         self.pid = process.spawn(argv, self.log_path)
         self.started = start_time(self.pid)
-        self.lab.state.data.setdefault("processes", {})[self.role] = {
-            "kind": "proxy", "pid": self.pid, "started": self.started, "port": self.port, "log": str(self.log_path)}
-        self.lab.state.remember("files", str(self.kubeconfig))
+        if self._on_start:
+            self._on_start(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not process.is_running(self.pid):
