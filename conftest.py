@@ -68,14 +68,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(str(item.fspath))
         if path.suffix == ".ipynb":
             # A notebook's cells share one kernel: keep them on one worker, in order.
-            group = "tenant-operator" if "tenant" in _notebook_groups(path) else f"notebook-{path.stem}"
+            operator = _notebook_operator(path)
+            group = f"{operator}-operator" if operator else f"notebook-{path.stem}"
             item.add_marker(pytest.mark.xdist_group(group))
 
 
 @functools.cache
-def _notebook_groups(path: Path) -> str:
-    # A notebook that runs the Tenant operator says so in its metadata:
-    # {"operatorlab": {"xdist_group": "tenant"}}; such notebooks share a group with the
-    # Tenant operator tests, because two Tenant operators would both reconcile every Tenant.
+def _notebook_operator(path: Path) -> str:
+    # A notebook that runs a cluster-wide operator names it in its metadata, e.g.
+    # {"operatorlab": {"xdist_group": "tenant"}}: it then shares the xdist group of that
+    # operator's tests ("tenant-operator"), because two such operators at once would both
+    # reconcile every (cluster-scoped) object.
     meta = json.loads(path.read_text()).get("metadata", {})
     return meta.get("operatorlab", {}).get("xdist_group", "")
