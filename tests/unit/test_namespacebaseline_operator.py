@@ -23,6 +23,7 @@ import kopf
 import pytest
 import yaml
 from kubernetes.client import ApiException
+from tests.unit.stubs import StubApi, api_error
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_PATH = ROOT / "operators" / "namespacebaseline" / "operator.py"
@@ -215,45 +216,6 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
 # --- reconcile_baseline: comparisons, pruning, error routing ------------------------
 
 
-class Stub:
-    """Stands in for the few API methods the operator calls.
-
-    ``outcomes`` maps a method name to what it returns, or to an exception it
-    raises, or to a list of those used one per call; or to a function of the
-    call's arguments. Every call is recorded; a call the test did not set up
-    fails the test.
-    """
-
-    def __init__(self, **outcomes: Any) -> None:
-        self.outcomes = {k: list(v) if isinstance(v, list) else [v] for k, v in outcomes.items()}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def __getattr__(self, method: str) -> Any:
-        def call(**kwargs: Any) -> Any:
-            self.calls.append((method, kwargs))
-            queue = self.outcomes.get(method)
-            if not queue:
-                raise AssertionError(f"unexpected call {method}({kwargs})")
-            outcome = queue.pop(0) if len(queue) > 1 else queue[0]
-            if callable(outcome):
-                outcome = outcome(**kwargs)
-            if isinstance(outcome, BaseException):
-                raise outcome
-            return outcome
-
-        return call
-
-    def called(self, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
-        return [(m, kw) for m, kw in self.calls if m.startswith(prefix)]
-
-
-def api_error(status: int, message: str = "", headers: dict[str, str] | None = None) -> ApiException:
-    error = ApiException(status=status, reason="Reason")
-    error.body = json.dumps({"kind": "Status", "message": message, "code": status})
-    error.headers = headers
-    return error
-
-
 def namespaces(*names: str, terminating: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"items": [{"metadata": {"name": n, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if n in terminating else {})}}
                       for n in names]}
@@ -283,9 +245,9 @@ SPEC = {"namespaceLabel": "team=payments", "allowDNS": True}
 
 
 def test_reconcile_creates_the_policies_in_every_matching_namespace() -> None:
-    core = Stub(list_namespace=namespaces("a", "b"))
+    core = StubApi(list_namespace=namespaces("a", "b"))
     created = [op.deny_policy_manifest("payments", n) for n in "ab"] + [op.dns_policy_manifest("payments", n) for n in "ab"]
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=api_error(404),
         create_namespaced_network_policy=lambda namespace, body: body,
         list_network_policy_for_all_namespaces=[policy_list(), policy_list(*created)],
@@ -294,22 +256,22 @@ def test_reconcile_creates_the_policies_in_every_matching_namespace() -> None:
     status = op.reconcile_baseline("payments", SPEC, core=core, networking=networking, report=reports)
     assert status == {"namespaces": 2, "policies": 4, "phase": "Ready"}
     assert core.calls == [("list_namespace", {"label_selector": "team=payments"})]
-    assert [kw["body"] for _, kw in networking.called("create")] == [
+    assert [kw["body"] for _, kw in networking.calls_to("create")] == [
         op.deny_policy_manifest("payments", "a"), op.dns_policy_manifest("payments", "a"),
         op.deny_policy_manifest("payments", "b"), op.dns_policy_manifest("payments", "b")]
-    assert [kw["label_selector"] for _, kw in networking.called("list")] == ["hedronite.io/namespacebaseline=payments"] * 2
+    assert [kw["label_selector"] for _, kw in networking.calls_to("list")] == ["hedronite.io/namespacebaseline=payments"] * 2
     assert [r for r, _ in reports] == ["PolicyCreated"] * 4
     assert reports[0][1] == "created NetworkPolicy a/baseline-default-deny"
 
 
 def test_reconcile_writes_nothing_when_nothing_differs() -> None:
     have = existing("a")
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=lambda name, namespace: have[name],
         list_network_policy_for_all_namespaces=policy_list(*have.values()),
     )
     reports = Reports()
-    status = op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")),
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")),
                                    networking=networking, report=reports)
     assert status == {"namespaces": 1, "policies": 2, "phase": "Ready"}
     assert [m for m, _ in networking.calls if not m.startswith(("read", "list"))] == []
@@ -322,15 +284,15 @@ def test_reconcile_replaces_a_drifted_policy_whole_keeping_others_metadata() -> 
     drifted["spec"]["ingress"] = [{}]  # someone allowed all ingress
     drifted["metadata"]["labels"]["owner"] = "ops"
     drifted["metadata"]["annotations"] = {"note": "keep me"}
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=lambda name, namespace: have[name],
         replace_namespaced_network_policy=lambda name, namespace, body: body,
         list_network_policy_for_all_namespaces=policy_list(*have.values()),
     )
     reports = Reports()
-    op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")), networking=networking,
+    op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking,
                           report=reports)
-    ((_, replaced),) = networking.called("replace")
+    ((_, replaced),) = networking.calls_to("replace")
     body = replaced["body"]
     assert body["spec"] == op.deny_policy_manifest("payments", "a")["spec"]
     assert body["metadata"]["resourceVersion"] == "42"  # conditional: a 409 if it changed since our GET
@@ -343,23 +305,23 @@ def test_reconcile_replaces_a_drifted_policy_whole_keeping_others_metadata() -> 
 def test_reconcile_takes_over_an_unlabelled_policy_of_the_same_name() -> None:
     have = existing("a")
     del have[op.DNS_POLICY]["metadata"]["labels"]
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=lambda name, namespace: have[name],
         replace_namespaced_network_policy=lambda name, namespace, body: body,
         list_network_policy_for_all_namespaces=policy_list(),
     )
-    op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")), networking=networking)
-    ((_, replaced),) = networking.called("replace")
+    op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
+    ((_, replaced),) = networking.calls_to("replace")
     assert replaced["name"] == op.DNS_POLICY and replaced["body"]["metadata"]["labels"] == LABELS
 
 
 def test_reconcile_leaves_another_baselines_policies_alone() -> None:
     theirs = existing("a", baseline="security")
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=lambda name, namespace: theirs[name],
         list_network_policy_for_all_namespaces=policy_list(),
     )
-    status = op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")), networking=networking)
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
     assert status["policies"] == 0
     assert [m for m, _ in networking.calls if not m.startswith(("read", "list"))] == []
 
@@ -367,24 +329,24 @@ def test_reconcile_leaves_another_baselines_policies_alone() -> None:
 def test_reconcile_removes_policies_where_the_label_went_and_dns_when_disallowed() -> None:
     stale = [op.deny_policy_manifest("payments", "gone"), op.dns_policy_manifest("payments", "gone")]
     kept = existing("a")
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=lambda name, namespace: kept[name],
         delete_namespaced_network_policy={},
         list_network_policy_for_all_namespaces=[policy_list(*stale, *kept.values()),
                                                 policy_list(kept[op.DENY_POLICY])],
     )
     reports = Reports()
-    status = op.reconcile_baseline("payments", {**SPEC, "allowDNS": False}, core=Stub(list_namespace=namespaces("a")),
+    status = op.reconcile_baseline("payments", {**SPEC, "allowDNS": False}, core=StubApi(list_namespace=namespaces("a")),
                                    networking=networking, report=reports)
-    deleted = sorted((kw["namespace"], kw["name"]) for _, kw in networking.called("delete"))
+    deleted = sorted((kw["namespace"], kw["name"]) for _, kw in networking.calls_to("delete"))
     assert deleted == [("a", op.DNS_POLICY), ("gone", op.DNS_POLICY), ("gone", op.DENY_POLICY)]
     assert [r for r, _ in reports] == ["PolicyRemoved"] * 3
     assert status == {"namespaces": 1, "policies": 1, "phase": "Ready"}
 
 
 def test_reconcile_skips_terminating_namespaces() -> None:
-    networking = Stub(list_network_policy_for_all_namespaces=policy_list())
-    status = op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a", terminating=("a",))),
+    networking = StubApi(list_network_policy_for_all_namespaces=policy_list())
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a", terminating=("a",))),
                                    networking=networking)
     assert status["namespaces"] == 0
     assert [m for m, _ in networking.calls] == ["list_network_policy_for_all_namespaces"] * 2
@@ -393,19 +355,19 @@ def test_reconcile_skips_terminating_namespaces() -> None:
 def test_reconcile_409_on_create_compares_theirs() -> None:
     have = existing("a")
     reads = {op.DENY_POLICY: [api_error(404), have[op.DENY_POLICY]], op.DNS_POLICY: [have[op.DNS_POLICY]]}
-    networking = Stub(
+    networking = StubApi(
         read_namespaced_network_policy=lambda name, namespace: reads[name].pop(0),
         create_namespaced_network_policy=api_error(409, "already exists"),
         list_network_policy_for_all_namespaces=policy_list(*have.values()),
     )
-    status = op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")), networking=networking)
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
     assert status["policies"] == 2
-    assert not networking.called("replace")
+    assert not networking.calls_to("replace")
 
 
 @pytest.mark.parametrize("spec", [{"namespaceLabel": "team"}, {"namespaceLabel": "a=b=c"}, {}])
 def test_reconcile_bad_label_is_permanent_and_touches_nothing(spec: dict[str, Any]) -> None:
-    core, networking = Stub(), Stub()
+    core, networking = StubApi(), StubApi()
     with pytest.raises(kopf.PermanentError, match="spec.namespaceLabel") as raised:
         op.reconcile_baseline("payments", spec, core=core, networking=networking)
     assert isinstance(raised.value.__cause__, ValueError)
@@ -416,9 +378,9 @@ def test_reconcile_bad_label_is_permanent_and_touches_nothing(spec: dict[str, An
     (429, {"Retry-After": "7"}, 7.0), (429, None, 10.0), (500, None, 10.0), (503, {"Retry-After": "2"}, 2.0),
 ])
 def test_reconcile_overload_is_temporary_with_a_delay(status: int, headers: dict[str, str] | None, delay: float) -> None:
-    core = Stub(list_namespace=api_error(status, "the server is busy", headers))
+    core = StubApi(list_namespace=api_error(status, "the server is busy", headers))
     with pytest.raises(kopf.TemporaryError) as raised:
-        op.reconcile_baseline("payments", SPEC, core=core, networking=Stub())
+        op.reconcile_baseline("payments", SPEC, core=core, networking=StubApi())
     assert raised.value.delay == delay
     assert f"({status})" in str(raised.value) and "the server is busy" in str(raised.value)
 
@@ -426,24 +388,24 @@ def test_reconcile_overload_is_temporary_with_a_delay(status: int, headers: dict
 def test_reconcile_409_on_replace_retries_soon() -> None:
     have = existing("a")
     have[op.DENY_POLICY]["spec"]["policyTypes"] = ["Ingress"]
-    networking = Stub(read_namespaced_network_policy=lambda name, namespace: have[name],
+    networking = StubApi(read_namespaced_network_policy=lambda name, namespace: have[name],
                       replace_namespaced_network_policy=api_error(409, "the object has been modified"))
     with pytest.raises(kopf.TemporaryError) as raised:
-        op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")), networking=networking)
+        op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
     assert raised.value.delay == op.CONFLICT_RETRY_DELAY == 1.0
 
 
 def test_reconcile_422_is_permanent() -> None:
-    networking = Stub(read_namespaced_network_policy=api_error(404),
+    networking = StubApi(read_namespaced_network_policy=api_error(404),
                       create_namespaced_network_policy=api_error(422, 'NetworkPolicy "x" is invalid'))
     with pytest.raises(kopf.PermanentError, match='NetworkPolicy "x" is invalid'):
-        op.reconcile_baseline("payments", SPEC, core=Stub(list_namespace=namespaces("a")), networking=networking)
+        op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
 
 
 def test_reconcile_403_points_at_the_clusterrole() -> None:
-    core = Stub(list_namespace=api_error(403, "namespaces is forbidden"))
+    core = StubApi(list_namespace=api_error(403, "namespaces is forbidden"))
     with pytest.raises(kopf.TemporaryError, match="ClusterRole 'namespacebaseline-operator'"):
-        op.reconcile_baseline("payments", SPEC, core=core, networking=Stub())
+        op.reconcile_baseline("payments", SPEC, core=core, networking=StubApi())
 
 
 # --- the namespace watcher's building blocks ---------------------------------------
@@ -451,18 +413,18 @@ def test_reconcile_403_points_at_the_clusterrole() -> None:
 
 def test_remove_from_namespace_deletes_only_this_baselines_policies() -> None:
     have = existing("a")
-    networking = Stub(list_namespaced_network_policy=policy_list(*have.values()),
+    networking = StubApi(list_namespaced_network_policy=policy_list(*have.values()),
                       delete_namespaced_network_policy=[{}, api_error(404)])
     reports = Reports()
     assert op.remove_from_namespace("payments", "a", networking=networking, report=reports) == 2
-    ((_, listed),) = networking.called("list")
+    ((_, listed),) = networking.calls_to("list")
     assert listed == {"namespace": "a", "label_selector": "hedronite.io/namespacebaseline=payments"}
     assert reports == [("PolicyRemoved", "removed NetworkPolicy a/baseline-default-deny")]  # the 404 was gone already
 
 
 def test_count_applied_counts_namespaces_and_policies() -> None:
     listed = policy_list(*existing("a").values(), op.deny_policy_manifest("payments", "b"))
-    networking = Stub(list_network_policy_for_all_namespaces=listed)
+    networking = StubApi(list_network_policy_for_all_namespaces=listed)
     assert op.count_applied("payments", networking=networking) == {"namespaces": 2, "policies": 3}
 
 
@@ -474,7 +436,7 @@ def test_is_unwanted() -> None:
 
 
 def test_write_counts_of_a_deleted_baseline_is_no_error() -> None:
-    custom = Stub(patch_cluster_custom_object_status=[{}, api_error(404)])
+    custom = StubApi(patch_cluster_custom_object_status=[{}, api_error(404)])
     assert op.write_counts("payments", {"namespaces": 1, "policies": 2}, custom=custom) is True
     assert op.write_counts("payments", {"namespaces": 0, "policies": 0}, custom=custom) is False
     assert custom.calls[0] == ("patch_cluster_custom_object_status", {
@@ -498,12 +460,12 @@ def test_plan_namespace_releases_what_no_longer_matches_and_claims_what_does() -
 
 def test_apply_to_namespace_takes_over_a_releasing_baselines_policies_in_place() -> None:
     theirs = existing("a", baseline="security")
-    networking = Stub(read_namespaced_network_policy=lambda name, namespace: theirs[name],
+    networking = StubApi(read_namespaced_network_policy=lambda name, namespace: theirs[name],
                       replace_namespaced_network_policy=lambda name, namespace, body: body)
     payments = op.parse_baseline("payments", SPEC)
     assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports()) == 0  # not released: theirs
     assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports(),
                                  takeover=frozenset({"security"})) == 2
-    relabelled = [kw["body"]["metadata"] for _, kw in networking.called("replace")]
+    relabelled = [kw["body"]["metadata"] for _, kw in networking.calls_to("replace")]
     assert [m["labels"]["hedronite.io/namespacebaseline"] for m in relabelled] == ["payments", "payments"]
     assert [m["uid"] for m in relabelled] == ["policy-uid", "policy-uid"]  # replaced, not re-created

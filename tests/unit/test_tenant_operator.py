@@ -26,6 +26,8 @@ from kubernetes.client import (
     V1ResourceQuotaSpec,
 )
 
+from tests.unit.stubs import StubApi, api_error
+
 ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "crds" / "tenant.yaml"
 
@@ -223,42 +225,6 @@ def test_crd_name_rule_agrees_with_namespace_name(crd: dict[str, Any], tenant: s
 # --- reconcile_tenant: comparisons and error routing ------------------------
 
 
-class StubCore:
-    """Stands in for the few CoreV1Api calls the operator makes.
-
-    ``outcomes`` maps a method name to what it returns, or to an exception it
-    raises, or to a list of those used one per call. Every call is recorded;
-    a call the test did not set up fails the test.
-    """
-
-    def __init__(self, **outcomes: Any) -> None:
-        self.outcomes = {k: list(v) if isinstance(v, list) else [v] for k, v in outcomes.items()}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def __getattr__(self, method: str) -> Any:
-        def call(**kwargs: Any) -> Any:
-            self.calls.append((method, kwargs))
-            queue = self.outcomes.get(method)
-            if not queue:
-                raise AssertionError(f"unexpected call {method}({kwargs})")
-            outcome = queue.pop(0) if len(queue) > 1 else queue[0]
-            if isinstance(outcome, BaseException):
-                raise outcome
-            return outcome
-
-        return call
-
-    def called(self) -> list[str]:
-        return [method for method, _ in self.calls]
-
-
-def api_error(status: int, message: str = "", headers: dict[str, str] | None = None) -> ApiException:
-    error = ApiException(status=status, reason="Reason")
-    error.body = json.dumps({"kind": "Status", "message": message, "code": status})
-    error.headers = headers
-    return error
-
-
 def namespace(labels: dict[str, str] | None = None, terminating: bool = False) -> V1Namespace:
     return V1Namespace(
         metadata=V1ObjectMeta(
@@ -282,7 +248,7 @@ class Reports(list):
 
 
 def test_reconcile_creates_what_is_missing() -> None:
-    core = StubCore(
+    core = StubApi(
         read_namespace=api_error(404),
         create_namespace=namespace(),
         read_namespaced_resource_quota=api_error(404),
@@ -305,7 +271,7 @@ def test_reconcile_creates_what_is_missing() -> None:
 def test_reconcile_writes_nothing_when_nothing_differs() -> None:
     # The API stores "2.5" as "2500m": the same amount, so no patch. Other
     # labels on the namespace are not ours to remove.
-    core = StubCore(
+    core = StubApi(
         read_namespace=namespace({"hedronite.io/tenant": "blue", "kubernetes.io/metadata.name": "tenant-blue"}),
         read_namespaced_resource_quota=quota("2500m"),
     )
@@ -317,7 +283,7 @@ def test_reconcile_writes_nothing_when_nothing_differs() -> None:
 
 
 def test_reconcile_patches_only_what_differs() -> None:
-    core = StubCore(
+    core = StubApi(
         read_namespace=namespace({"team": "blue"}),
         patch_namespace=namespace(),
         read_namespaced_resource_quota=quota("1"),
@@ -335,7 +301,7 @@ def test_reconcile_patches_only_what_differs() -> None:
 
 def test_reconcile_409_on_create_reads_theirs_and_continues() -> None:
     # Someone created the objects between our GET and our POST.
-    core = StubCore(
+    core = StubApi(
         read_namespace=[api_error(404), namespace()],
         create_namespace=api_error(409, "already exists"),
         read_namespaced_resource_quota=[api_error(404), quota("2")],
@@ -349,7 +315,7 @@ def test_reconcile_409_on_create_reads_theirs_and_continues() -> None:
 
 
 def test_reconcile_waits_for_a_terminating_namespace() -> None:
-    core = StubCore(read_namespace=namespace(terminating=True))
+    core = StubApi(read_namespace=namespace(terminating=True))
     with pytest.raises(kopf.TemporaryError, match="Terminating"):
         op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
     assert core.called() == ["read_namespace"]
@@ -357,7 +323,7 @@ def test_reconcile_waits_for_a_terminating_namespace() -> None:
 
 @pytest.mark.parametrize("name, spec", [("a.b", {"cpuQuota": 2}), ("blue", {"cpuQuota": "four"}), ("blue", {})])
 def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: dict[str, Any]) -> None:
-    core = StubCore()
+    core = StubApi()
     with pytest.raises(kopf.PermanentError) as raised:
         op.reconcile_tenant(name, spec, core=core)
     assert isinstance(raised.value.__cause__, ValueError)
@@ -365,7 +331,7 @@ def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: d
 
 
 def test_reconcile_429_retries_after_retry_after() -> None:
-    core = StubCore(read_namespace=api_error(429, "too many requests", {"Retry-After": "7"}))
+    core = StubApi(read_namespace=api_error(429, "too many requests", {"Retry-After": "7"}))
     with pytest.raises(kopf.TemporaryError) as raised:
         op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
     assert raised.value.delay == 7
@@ -374,7 +340,7 @@ def test_reconcile_429_retries_after_retry_after() -> None:
 
 @pytest.mark.parametrize("status", [500, 503, 504])
 def test_reconcile_5xx_retries_after_the_default_delay(status: int) -> None:
-    core = StubCore(read_namespace=api_error(status, "etcdserver: request timed out"))
+    core = StubApi(read_namespace=api_error(status, "etcdserver: request timed out"))
     with pytest.raises(kopf.TemporaryError) as raised:
         op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
     assert raised.value.delay == op.DEFAULT_RETRY_DELAY == 10
@@ -382,7 +348,7 @@ def test_reconcile_5xx_retries_after_the_default_delay(status: int) -> None:
 
 
 def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
-    core = StubCore(
+    core = StubApi(
         read_namespace=namespace(),
         read_namespaced_resource_quota=api_error(404),
         create_namespaced_resource_quota=api_error(422, 'ResourceQuota "tenant-quota" is invalid'),
@@ -392,7 +358,7 @@ def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
 
 
 def test_reconcile_403_is_temporary_and_points_at_rbac() -> None:
-    core = StubCore(read_namespace=api_error(403, 'namespaces "tenant-blue" is forbidden'))
+    core = StubApi(read_namespace=api_error(403, 'namespaces "tenant-blue" is forbidden'))
     with pytest.raises(kopf.TemporaryError) as raised:
         op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
     assert "ClusterRole" in str(raised.value)
@@ -401,7 +367,7 @@ def test_reconcile_403_is_temporary_and_points_at_rbac() -> None:
 
 
 def test_reconcile_403_in_a_terminating_namespace_is_not_blamed_on_rbac() -> None:
-    core = StubCore(
+    core = StubApi(
         read_namespace=namespace(),
         read_namespaced_resource_quota=api_error(404),
         create_namespaced_resource_quota=api_error(
@@ -419,7 +385,7 @@ def test_reconcile_403_in_a_terminating_namespace_is_not_blamed_on_rbac() -> Non
 @pytest.mark.parametrize("status", [400, 401])
 def test_reconcile_other_api_errors_are_left_alone(status: int) -> None:
     error = api_error(status)
-    core = StubCore(read_namespace=error)
+    core = StubApi(read_namespace=error)
     with pytest.raises(ApiException) as raised:
         op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
     assert raised.value is error
@@ -435,26 +401,26 @@ def test_retry_delay_ignores_what_it_cannot_read() -> None:
 
 
 def test_delete_deletes_the_namespace() -> None:
-    core = StubCore(delete_namespace=None)
+    core = StubApi(delete_namespace=None)
     op.delete_tenant_namespace("blue", core=core)
     assert core.calls == [("delete_namespace", {"name": "tenant-blue"})]
 
 
 def test_delete_of_a_gone_namespace_is_fine() -> None:
-    core = StubCore(delete_namespace=api_error(404))
+    core = StubApi(delete_namespace=api_error(404))
     assert op.delete_tenant_namespace("blue", core=core) is None
     assert core.called() == ["delete_namespace"]
 
 
 def test_delete_for_an_unusable_name_does_nothing() -> None:
     # Such a Tenant never got a namespace; its finalizer must not block forever.
-    core = StubCore()
+    core = StubApi()
     op.delete_tenant_namespace("a.b", core=core)
     assert core.calls == []
 
 
 def test_delete_routes_errors_like_reconcile() -> None:
-    core = StubCore(delete_namespace=api_error(503))
+    core = StubApi(delete_namespace=api_error(503))
     with pytest.raises(kopf.TemporaryError):
         op.delete_tenant_namespace("blue", core=core)
 
@@ -480,7 +446,7 @@ def kills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def fresh_core() -> StubCore:
-    return StubCore(
+    return StubApi(
         read_namespace=api_error(404),
         create_namespace=namespace(),
         read_namespaced_resource_quota=api_error(404),
@@ -521,7 +487,7 @@ def test_kill_hook_spares_a_tenant_that_needs_no_write(
     # Resumed at startup, an up-to-date Tenant must not use up the one kill.
     monkeypatch.setenv("OPERATORLAB_KILL_AT", "after-namespace")
     monkeypatch.setenv("OPERATORLAB_KILL_ONCE_FILE", str(tmp_path / "killed-once"))
-    core = StubCore(read_namespace=namespace(), read_namespaced_resource_quota=quota("2"))
+    core = StubApi(read_namespace=namespace(), read_namespaced_resource_quota=quota("2"))
     op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
     assert kills == []
     assert not (tmp_path / "killed-once").exists()

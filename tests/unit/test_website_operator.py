@@ -21,6 +21,7 @@ import kopf
 import pytest
 import yaml
 from kubernetes.client import ApiException
+from tests.unit.stubs import StubApi, api_error
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "crds" / "website.yaml"
@@ -234,42 +235,6 @@ def test_crd_every_field_is_described(crd: dict[str, Any]) -> None:
 # --- reconcile_website: requests, change detection, error routing -------------
 
 
-class Stub:
-    """Stands in for the few API methods the operator calls.
-
-    ``outcomes`` maps a method name to what it returns, or to an exception it
-    raises, or to a list of those used one per call. Every call is recorded;
-    a call the test did not set up fails the test.
-    """
-
-    def __init__(self, **outcomes: Any) -> None:
-        self.outcomes = {k: list(v) if isinstance(v, list) else [v] for k, v in outcomes.items()}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def __getattr__(self, method: str) -> Any:
-        def call(**kwargs: Any) -> Any:
-            self.calls.append((method, kwargs))
-            queue = self.outcomes.get(method)
-            if not queue:
-                raise AssertionError(f"unexpected call {method}({kwargs})")
-            outcome = queue.pop(0) if len(queue) > 1 else queue[0]
-            if isinstance(outcome, BaseException):
-                raise outcome
-            return outcome
-
-        return call
-
-    def called(self) -> list[str]:
-        return [method for method, _ in self.calls]
-
-
-def api_error(status: int, message: str = "", headers: dict[str, str] | None = None) -> ApiException:
-    error = ApiException(status=status, reason="Reason")
-    error.body = json.dumps({"kind": "Status", "message": message, "code": status})
-    error.headers = headers
-    return error
-
-
 class Reports(list):
     def __call__(self, reason: str, message: str) -> None:
         self.append((reason, message))
@@ -294,8 +259,8 @@ def reconcile(apps: Stub, core: Stub, spec: dict[str, Any] = SITE, reports: Repo
 
 def test_reconcile_creates_both_children_with_server_side_apply() -> None:
     deployment_, service = desired()
-    apps = Stub(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=live(deployment_))
-    core = Stub(read_namespaced_service=api_error(404), patch_namespaced_service=live(service))
+    apps = StubApi(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=api_error(404), patch_namespaced_service=live(service))
     reports = Reports()
     status = reconcile(apps, core, reports=reports)
     assert status == {"deployment": "shop", "service": "shop", "phase": "Applied"}
@@ -315,9 +280,9 @@ def test_reconcile_reports_nothing_when_nothing_changed() -> None:
     # Only status differs between the read and the apply (the Deployment
     # controller's doing): not a change of ours.
     deployment_, service = desired()
-    apps = Stub(read_namespaced_deployment=live(deployment_, readyReplicas=1),
+    apps = StubApi(read_namespaced_deployment=live(deployment_, readyReplicas=1),
                 patch_namespaced_deployment=live(deployment_, readyReplicas=2))
-    core = Stub(read_namespaced_service=live(service), patch_namespaced_service=live(service))
+    core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
     reports = Reports()
     reconcile(apps, core, reports=reports)
     assert reports == []
@@ -327,8 +292,8 @@ def test_reconcile_reports_what_a_change_rolled() -> None:
     old_deployment, old_service = desired()
     new_site = {**SITE, "image": "nginx:1.26", "port": 8080}
     new_deployment, new_service = desired(new_site)
-    apps = Stub(read_namespaced_deployment=live(old_deployment), patch_namespaced_deployment=live(new_deployment))
-    core = Stub(read_namespaced_service=live(old_service), patch_namespaced_service=live(new_service))
+    apps = StubApi(read_namespaced_deployment=live(old_deployment), patch_namespaced_deployment=live(new_deployment))
+    core = StubApi(read_namespaced_service=live(old_service), patch_namespaced_service=live(new_service))
     reports = Reports()
     reconcile(apps, core, new_site, reports)
     assert reports == [
@@ -341,8 +306,8 @@ def test_reconcile_reports_a_restored_owner_reference() -> None:
     deployment_, service = desired()
     orphaned = live(deployment_)
     del orphaned["metadata"]["ownerReferences"]
-    apps = Stub(read_namespaced_deployment=orphaned, patch_namespaced_deployment=live(deployment_))
-    core = Stub(read_namespaced_service=live(service), patch_namespaced_service=live(service))
+    apps = StubApi(read_namespaced_deployment=orphaned, patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
     reports = Reports()
     reconcile(apps, core, reports=reports)
     assert reports == [("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")]
@@ -351,7 +316,7 @@ def test_reconcile_reports_a_restored_owner_reference() -> None:
 @pytest.mark.parametrize(("name", "spec"), [("shop.example", SITE), ("shop", {**SITE, "port": 70000}),
                                             ("shop", {**SITE, "image": "nginx 1.25"})])
 def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: dict[str, Any]) -> None:
-    apps, core = Stub(), Stub()
+    apps, core = StubApi(), StubApi()
     with pytest.raises(kopf.PermanentError) as raised:
         op.reconcile_website(name, "web", spec, uid=OWNER_UID, apps=apps, core=core)
     assert isinstance(raised.value.__cause__, ValueError)
@@ -359,24 +324,24 @@ def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: d
 
 
 def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
-    apps = Stub(read_namespaced_deployment=api_error(404),
+    apps = StubApi(read_namespaced_deployment=api_error(404),
                 patch_namespaced_deployment=api_error(422, 'Deployment.apps "shop" is invalid'))
     with pytest.raises(kopf.PermanentError, match='Deployment.apps "shop" is invalid.*fix the Website'):
-        reconcile(apps, Stub())
+        reconcile(apps, StubApi())
 
 
 def test_reconcile_429_retries_after_retry_after() -> None:
-    apps = Stub(read_namespaced_deployment=api_error(429, "too many requests", {"Retry-After": "7"}))
+    apps = StubApi(read_namespaced_deployment=api_error(429, "too many requests", {"Retry-After": "7"}))
     with pytest.raises(kopf.TemporaryError) as raised:
-        reconcile(apps, Stub())
+        reconcile(apps, StubApi())
     assert raised.value.delay == 7 and "429" in str(raised.value)
 
 
 @pytest.mark.parametrize("status", [500, 503])
 def test_reconcile_5xx_retries_after_the_default_delay(status: int) -> None:
     deployment_, _ = desired()
-    apps = Stub(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
-    core = Stub(read_namespaced_service=api_error(status, "etcdserver: request timed out"))
+    apps = StubApi(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=api_error(status, "etcdserver: request timed out"))
     with pytest.raises(kopf.TemporaryError) as raised:
         reconcile(apps, core)
     assert raised.value.delay == op.DEFAULT_RETRY_DELAY == 10
@@ -384,31 +349,31 @@ def test_reconcile_5xx_retries_after_the_default_delay(status: int) -> None:
 
 
 def test_reconcile_403_from_rbac_points_at_the_clusterrole() -> None:
-    apps = Stub(read_namespaced_deployment=api_error(403, 'deployments.apps "shop" is forbidden'))
+    apps = StubApi(read_namespaced_deployment=api_error(403, 'deployments.apps "shop" is forbidden'))
     with pytest.raises(kopf.TemporaryError) as raised:
-        reconcile(apps, Stub())
+        reconcile(apps, StubApi())
     assert "ClusterRole 'website-operator'" in str(raised.value) and raised.value.delay == 10
 
 
 def test_reconcile_403_from_a_terminating_namespace_is_not_blamed_on_rbac() -> None:
     message = 'deployments.apps "shop" is forbidden: unable to create new content in namespace web because it is being terminated'
-    apps = Stub(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=api_error(403, message))
+    apps = StubApi(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=api_error(403, message))
     with pytest.raises(kopf.TemporaryError) as raised:
-        reconcile(apps, Stub())
+        reconcile(apps, StubApi())
     assert "being deleted" in str(raised.value) and "ClusterRole" not in str(raised.value)
 
 
 def test_reconcile_other_errors_are_left_to_kopfs_backoff() -> None:
-    apps = Stub(read_namespaced_deployment=api_error(400, "bad request"))
+    apps = StubApi(read_namespaced_deployment=api_error(400, "bad request"))
     with pytest.raises(ApiException):
-        reconcile(apps, Stub())
+        reconcile(apps, StubApi())
 
 
 # --- the Deployment watcher's status write ------------------------------------
 
 
 def test_write_rollout_status_merges_into_status() -> None:
-    custom = Stub(patch_namespaced_custom_object_status={})
+    custom = StubApi(patch_namespaced_custom_object_status={})
     status = {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2, "rollout": "Progressing"}
     assert op.write_rollout_status("web", "shop", status, custom=custom) is True
     assert custom.calls == [("patch_namespaced_custom_object_status", {
@@ -417,7 +382,7 @@ def test_write_rollout_status_merges_into_status() -> None:
 
 
 def test_write_rollout_status_retries_overload_then_succeeds() -> None:
-    custom = Stub(patch_namespaced_custom_object_status=[
+    custom = StubApi(patch_namespaced_custom_object_status=[
         api_error(429, "slow down", {"Retry-After": "30"}), api_error(503, "unavailable"), {}])
     slept: list[float] = []
     assert op.write_rollout_status("web", "shop", {}, custom=custom, sleep=slept.append) is True
@@ -425,13 +390,13 @@ def test_write_rollout_status_retries_overload_then_succeeds() -> None:
 
 
 def test_write_rollout_status_gives_up_after_its_attempts() -> None:
-    custom = Stub(patch_namespaced_custom_object_status=api_error(500, "down"))
+    custom = StubApi(patch_namespaced_custom_object_status=api_error(500, "down"))
     with pytest.raises(ApiException):
         op.write_rollout_status("web", "shop", {}, custom=custom, sleep=lambda _: None)
     assert len(custom.calls) == op.STATUS_WRITE_ATTEMPTS
 
 
 def test_write_rollout_status_of_a_deleted_website_is_no_error() -> None:
-    custom = Stub(patch_namespaced_custom_object_status=api_error(404, "not found"))
+    custom = StubApi(patch_namespaced_custom_object_status=api_error(404, "not found"))
     assert op.write_rollout_status("web", "shop", {}, custom=custom) is False
     assert len(custom.calls) == 1
