@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import re
 import sys
 from pathlib import Path
@@ -22,7 +21,6 @@ from typing import Any
 import kopf
 import pytest
 import yaml
-from kubernetes.client import ApiException
 from tests.unit.stubs import StubApi, api_error
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,6 @@ routing. What the API server really does is for tests/integration/.
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -445,7 +444,7 @@ def kills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sent
 
 
-def fresh_core() -> StubCore:
+def fresh_core() -> StubApi:
     return StubApi(
         read_namespace=api_error(404),
         create_namespace=namespace(),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -253,7 +252,7 @@ def desired(site: dict[str, Any] = SITE) -> tuple[dict[str, Any], dict[str, Any]
     return op.deployment_manifest("shop", "web", site, owner), op.service_manifest("shop", "web", site, owner)
 
 
-def reconcile(apps: Stub, core: Stub, spec: dict[str, Any] = SITE, reports: Reports | None = None) -> dict[str, Any]:
+def reconcile(apps: StubApi, core: StubApi, spec: dict[str, Any] = SITE, reports: Reports | None = None) -> dict[str, Any]:
     return op.reconcile_website("shop", "web", spec, uid=OWNER_UID, apps=apps, core=core, report=reports)
 
 
