@@ -55,7 +55,8 @@ cluster-status:
 
 lab: cluster-up
 	@eval "$$($(BIN)/operatorlab cluster env)" && \
-	  $(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.open_browser=$${OPEN_BROWSER:-True}
+	  $(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.open_browser=$${OPEN_BROWSER:-True} \
+	    $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # The test session starts its own cluster ("test"), separate from the one `make lab` uses.
 test: setup

@@ -49,9 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
     was_up = cluster.is_up()
     if provider != "existing" and not was_up:
         cluster.down(purge=True, log=lambda _: None)  # no leftovers from an earlier session
+        _started = cluster  # before up(): a half-started cluster is stopped at the end too
     cluster.up(log=lambda line: print(f"[cluster] {line}", flush=True))
-    if provider != "existing" and not was_up:
-        _started = cluster
     os.environ.update({k: v for k, v in cluster.env().items() if v})
     api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
     manifests.apply_crds(api, paths.crds_dir())

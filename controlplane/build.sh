@@ -33,32 +33,34 @@ command -v go >/dev/null || { echo "error: Go is not installed. Install Go >= 1.
 # Module and build caches are writable so `rm -rf` of the cache works later.
 export GOFLAGS="${GOFLAGS:-} -modcacherw -buildvcs=false" CGO_ENABLED=0
 
-step=0
 log() { printf '[controlplane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # go build -v prints each package it compiles (cache hits print nothing): count
 # them against the dependency total so a cold build shows where it is.
-build() { # build <module-dir> <label> <ldflags> <packages...>
-  local dir=$1 label=$2 ldflags=$3; shift 3
+build() { # build <module-dir> <label> <estimate> <ldflags> <packages...>
+  local dir=$1 label=$2 estimate=$3 ldflags=$4; shift 4
+  log "downloading the modules of $label (once; from the Go module proxy)"
+  (cd "$here/$dir" && go mod download)
   local total; total=$(cd "$here/$dir" && go list -deps "$@" | wc -l)
-  step=$((step + 1))
-  log "building $label ($total packages; a cold build of kubernetes takes 20-40 min on 2 cores)"
+  log "building $label: $total packages, $estimate on 2 cores when nothing is cached"
   local start=$SECONDS
   (cd "$here/$dir" && go build -v -trimpath -ldflags="$ldflags" -o "$out/" "$@" 2>&1) |
     awk -v total="$total" -v label="$label" '
+      /^go: downloading/ { next }                      # module fetches: already announced
       /^#/ || /: / { print > "/dev/stderr"; next }   # compiler errors pass through
-      { n++; if (n % 100 == 0) printf("[controlplane] %s: compiled %d/%d packages\n", label, n, total) > "/dev/stderr" }'
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || { log "FAILED: $label"; exit 1; }
+      { n++; if (n % 100 == 0) printf("[controlplane] %s: compiled %d/%d packages\n", label, n, total) > "/dev/stderr" }
+      END { printf("[controlplane] %s: compiled %d packages (the rest were cached)\n", label, n) > "/dev/stderr" }'
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || { log "FAILED: $label (the Go errors are above)"; exit 1; }
   log "built $label in $((SECONDS - start))s"
 }
 
 missing() { for b in "$@"; do [[ -x "$out/$b" ]] || return 0; done; return 1; }
 
 if missing etcd; then
-  build etcd "etcd $ETCD_VERSION" "-s -w" ./cmd/etcd
+  build etcd "etcd $ETCD_VERSION" "1-2 min" "-s -w" ./cmd/etcd
 fi
 if missing kwok; then
-  build kwok "kwok $KWOK_VERSION" \
+  build kwok "kwok $KWOK_VERSION" "2-5 min" \
     "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBE_VERSION" \
     sigs.k8s.io/kwok/cmd/kwok
 fi
@@ -72,7 +74,7 @@ if missing kube-apiserver kube-controller-manager kube-scheduler kubectl; then
     ldf+=" -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000"
     ldf+=" -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  build kubernetes "kubernetes $KUBE_VERSION" "$ldf" \
+  build kubernetes "kubernetes $KUBE_VERSION" "10-25 min" "$ldf" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 fi

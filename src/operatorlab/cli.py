@@ -58,6 +58,9 @@ def cluster_status(args: argparse.Namespace) -> int:
     if not rows:
         print(f"{cluster.provider} cluster via {cluster.kubeconfig}: " + ("reachable" if cluster.is_up() else "unreachable"))
         return 0 if cluster.is_up() else 1
+    if not cluster.kubeconfig.is_file():
+        print(f"no cluster {cluster.name!r} yet (nothing in {cluster.dir}); start it with: operatorlab cluster up")
+        return 1
     print(f"cluster {cluster.name!r} ({cluster.provider}) in {cluster.dir}")
     print(f"  {'COMPONENT':<24} {'PID':>7} {'PORT':>6}  HEALTH")
     for r in rows:
@@ -69,7 +72,10 @@ def cluster_status(args: argparse.Namespace) -> int:
 
 
 def cluster_env(args: argparse.Namespace) -> int:
-    env = get_cluster(args.name).env()
+    cluster = get_cluster(args.name)
+    if not cluster.kubeconfig.is_file():
+        raise ClusterError(f"no cluster {cluster.name!r} yet: start it with: operatorlab cluster up")
+    env = cluster.env()
     for key, value in env.items():
         if value:
             print(f"export {key}={shlex.quote(value)}")
@@ -86,8 +92,11 @@ def operator_list(_: argparse.Namespace) -> int:
 
 def operator_run(args: argparse.Namespace) -> int:
     argv = operators.kopf_argv(args.name, namespaces=args.namespace or None)
-    env = {**os.environ, **get_cluster(args.cluster_name).env()}
-    print("$ " + " ".join(shlex.quote(a) for a in argv[1:]), flush=True)
+    cluster = get_cluster(args.cluster_name)
+    if not cluster.is_up():
+        raise ClusterError(f"the {cluster.provider} cluster is not up: start it with: operatorlab cluster up")
+    env = {**os.environ, **cluster.env()}
+    print("$ kopf " + " ".join(shlex.quote(a) for a in argv[3:]), flush=True)  # argv: python -m kopf ...
     os.execvpe(argv[0], argv, env)  # replaces this process: Ctrl-C goes straight to kopf
 
 

@@ -67,7 +67,13 @@ def find() -> Binaries:
         BinariesMissing: some binary is absent; the message names them and the fix.
     """
     binaries = Binaries(default_dir())
-    if missing := binaries.missing():
+    if (missing := binaries.missing()) and os.environ.get("KUBEBUILDER_ASSETS"):
+        raise BinariesMissing(
+            f"KUBEBUILDER_ASSETS={binaries.dir} lacks {', '.join(missing)}.\n"
+            "Point it at a directory holding all of them, or unset it to use the lab's own build:\n"
+            "  unset KUBEBUILDER_ASSETS && make setup"
+        )
+    if missing:
         raise BinariesMissing(
             f"control-plane binaries missing in {binaries.dir}: {', '.join(missing)}.\n"
             "Build them (once, 20-40 min cold on 2 cores) with:  make setup"

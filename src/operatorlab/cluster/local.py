@@ -39,6 +39,9 @@ from operatorlab.cluster import kubeconfig, pki, process
 #: Start order; stop order is the reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
+#: Every port a local cluster listens on (all on 127.0.0.1).
+_PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
 #: Components a lab may stop and start on its own (the rest hold the cluster up).
 RESTARTABLE = ("kube-controller-manager", "kube-scheduler", "kwok")
 
@@ -110,13 +113,14 @@ class LocalCluster:
         bins = binaries_mod.find()
         running = [c for c in COMPONENTS if self._running(c)]
         if not running:
-            # A clean start: fresh ports (old ones may be taken now), same PKI and etcd data.
-            self._state = _State(
-                ports={k: process.free_port() for k in ("etcd", "etcd-peer", "kube-apiserver",
-                                                 "kube-controller-manager", "kube-scheduler", "kwok")},
-                bin_dir=str(bins.dir),
-                advertise_address=_advertise_address(),
-            )
+            # A clean start, same PKI and etcd data. Keep the old ports when they are all free,
+            # so kubeconfigs already loaded (an operator, a notebook kernel) keep working.
+            ports = self._state.ports
+            if len(ports) != len(_PORTS) or not all(process.port_free(p) for p in ports.values()):
+                if ports:
+                    log("  the previous ports are taken: using new ones (reload kubeconfig in running clients)")
+                ports = {k: process.free_port() for k in _PORTS}
+            self._state = _State(ports=ports, bin_dir=str(bins.dir), advertise_address=_advertise_address())
             extra = (self._state.advertise_address,) if self._state.advertise_address else ()
             pki.create(self.pki.dir, extra_ips=extra)
             self._write_config_files(bins)
@@ -141,6 +145,9 @@ class LocalCluster:
 
     def down(self, *, purge: bool = False, log: Log = print) -> None:
         """Stop every component (reverse order); with ``purge``, delete all state too."""
+        if not self.dir.exists():
+            log(f"no cluster {self.name!r} ({self.dir} does not exist): nothing to stop")
+            return
         for component in reversed(COMPONENTS):
             pid = self._state.pids.get(component)
             if self._running(component):

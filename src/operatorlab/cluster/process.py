@@ -131,3 +131,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def port_free(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:``port`` right now (so we may bind it)."""
+    with socket.socket() as s:
+        # As the servers themselves do (Go sets it): connections lingering in TIME_WAIT
+        # from a stopped server do not keep its port taken.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -224,6 +224,7 @@ class Reflector:
         self._response: urllib3.HTTPResponse | None = None
         self._dropping = False
         self._resource_version = ""
+        self._next_watch_from: str | None = None  # one-shot override set by rewatch_from()
         self._observers: list[Callable[[WatchEvent], None]] = []
         self.lists = 0
         self.watches = 0
@@ -297,8 +298,10 @@ class Reflector:
         With a very old one (e.g. ``"1"``) the server answers 410 Gone and the
         reflector relists: how a notebook forces the 410 path on a real server.
         """
+        # Not written to _resource_version: events still arriving on the open stream
+        # would overwrite it before the next watch starts.
         with self._lock:
-            self._resource_version = resource_version
+            self._next_watch_from = resource_version
         self._drop_stream()
 
     def _drop_stream(self) -> bool:
@@ -359,11 +362,14 @@ class Reflector:
         self._deliver(lambda: self.sink.replace(items, resource_version))
         with self._lock:
             self._resource_version = resource_version
+            self._next_watch_from = None  # a fresh list supersedes any requested rewatch
         self._synced.set()
 
     def _watch(self) -> None:
         """One watch request, read to its end. Raises _WatchExpired on 410."""
-        resource_version = self.resource_version
+        with self._lock:
+            resource_version = self._next_watch_from or self._resource_version
+            self._next_watch_from = None
         try:
             response = self.resource.list(
                 self.api,
