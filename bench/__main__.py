@@ -5,7 +5,9 @@ Measures, on a private cluster named ``bench`` (deleted afterwards):
 - ``cluster up`` from nothing (fresh PKI and etcd) and again with a running cluster (reuse);
 - resident memory (RSS) of each control-plane process, idle after start-up;
 - Tenant create → namespace observed latency through the kopf Tenant operator, timed by
-  a watch on namespaces (the moment the API server reports ADDED).
+  a watch on namespaces (the moment the API server reports ADDED);
+- API requests of the hand-written controllers (polling vs informer) at 10/100/1,000
+  Tenants: ``bench/controllers.py``, appended as its own section.
 
 Writes ``bench/results/latest.md`` (a table) and ``bench/results/tenant-latency.png``.
 Control-plane build times come from ``controlplane/build.sh``'s own log, not from here.
@@ -117,6 +119,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--ups", type=int, default=3, help="cold cluster starts to time (default 3)")
     parser.add_argument("--tenants", type=int, default=30, help="Tenants to time (default 30)")
+    parser.add_argument("--controller-tenants", default="10,100,1000",
+                        help="Tenant counts for the controllers' API requests (default 10,100,1000)")
     args = parser.parse_args()
     from operatorlab.cluster import LocalCluster
 
@@ -127,6 +131,14 @@ def main() -> None:
     try:
         print(f"[bench] Tenant create -> namespace latency x{args.tenants}...", flush=True)
         latencies = bench_tenant_latency(cluster, args.tenants)
+        from kubernetes import config
+
+        from bench import controllers
+
+        sizes = [int(n) for n in args.controller_tenants.split(",")]
+        print(f"[bench] hand-written controllers: API requests at {sizes} Tenants...", flush=True)
+        controller_rows = controllers.run(config.new_client_from_config(config_file=str(cluster.kubeconfig)), sizes,
+                                          cleanup=False, log=lambda line: print(line, flush=True))  # purged next
     finally:
         cluster.down(purge=True, log=lambda _: None)
     plot(latencies, RESULTS / "tenant-latency.png")
@@ -143,6 +155,9 @@ def main() -> None:
         f"# Operator Lab benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {_machine()}\n\n{table}\n\n"
         "![Tenant latency](tenant-latency.png)\n")
     print(table)
+    section = controllers.markdown(controller_rows)
+    controllers.write_section(section)
+    print(section)
     print(f"[bench] written to {RESULTS / 'latest.md'}")
 
 
