@@ -56,3 +56,9 @@ def api_error(status: int, message: str = "", headers: dict[str, str] | None = N
     error.body = json.dumps({"kind": "Status", "message": message, "code": status})
     error.headers = headers
     return error
+
+
+def crd_schema(crd: dict[str, Any]) -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of a CRD with exactly one version (ValueError otherwise)."""
+    (version,) = crd["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]

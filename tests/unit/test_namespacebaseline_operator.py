@@ -21,7 +21,7 @@ from typing import Any
 import kopf
 import pytest
 import yaml
-from tests.unit.stubs import StubApi, api_error
+from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_PATH = ROOT / "operators" / "namespacebaseline" / "operator.py"
@@ -161,11 +161,6 @@ def crd() -> dict[str, Any]:
     return yaml.safe_load(CRD_PATH.read_text())
 
 
-def _schema(crd: dict[str, Any]) -> dict[str, Any]:
-    (version,) = crd["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]
-
-
 def test_crd_identity(crd: dict[str, Any]) -> None:
     assert crd["metadata"]["name"] == "namespacebaselines.hedronite.io"
     assert (crd["spec"]["group"], crd["spec"]["scope"]) == ("hedronite.io", "Cluster")
@@ -177,23 +172,23 @@ def test_crd_identity(crd: dict[str, Any]) -> None:
 
 
 def test_crd_spec_contract(crd: dict[str, Any]) -> None:
-    spec = _schema(crd)["properties"]["spec"]
+    spec = crd_schema(crd)["properties"]["spec"]
     assert spec["required"] == ["namespaceLabel"]
     assert spec["properties"]["allowDNS"] == {**spec["properties"]["allowDNS"], "type": "boolean", "default": True}
     assert spec["properties"]["namespaceLabel"]["pattern"] == op.NAMESPACE_LABEL_PATTERN
-    assert _schema(crd)["properties"]["metadata"]["properties"]["name"]["maxLength"] == op.NAME_MAX_LENGTH
+    assert crd_schema(crd)["properties"]["metadata"]["properties"]["name"]["maxLength"] == op.NAME_MAX_LENGTH
 
 
 def test_crd_label_length_fits_the_longest_label(crd: dict[str, Any]) -> None:
     longest = ".".join(["a" * 63] * 3) + "." + "a" * 61 + "/" + "k" * 63 + "=" + "v" * 63
     assert len(longest.split("/")[0]) == 253
     op.parse_namespace_label(longest)  # valid
-    assert len(longest) == _schema(crd)["properties"]["spec"]["properties"]["namespaceLabel"]["maxLength"]
+    assert len(longest) == crd_schema(crd)["properties"]["spec"]["properties"]["namespaceLabel"]["maxLength"]
 
 
 @pytest.mark.parametrize("text", ["team=payments", "example.com/team=x", "team=", "team", "=x", "a=b=c", "T=x"])
 def test_crd_label_pattern_agrees_with_the_operator(crd: dict[str, Any], text: str) -> None:
-    pattern = _schema(crd)["properties"]["spec"]["properties"]["namespaceLabel"]["pattern"]
+    pattern = crd_schema(crd)["properties"]["spec"]["properties"]["namespaceLabel"]["pattern"]
     try:
         op.parse_namespace_label(text)
         operator_accepts = True

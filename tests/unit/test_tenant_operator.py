@@ -25,7 +25,7 @@ from kubernetes.client import (
     V1ResourceQuotaSpec,
 )
 
-from tests.unit.stubs import StubApi, api_error
+from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "crds" / "tenant.yaml"
@@ -131,11 +131,6 @@ def crd() -> dict[str, Any]:
     return yaml.safe_load(CRD_PATH.read_text())
 
 
-def _schema(crd: dict[str, Any]) -> dict[str, Any]:
-    (version,) = crd["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]
-
-
 def test_crd_identity(crd: dict[str, Any]) -> None:
     assert crd["metadata"]["name"] == "tenants.hedronite.io"
     assert crd["spec"]["group"] == "hedronite.io"
@@ -160,7 +155,7 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
 
 
 def test_crd_schema_shape(crd: dict[str, Any]) -> None:
-    schema = _schema(crd)
+    schema = crd_schema(crd)
     spec = schema["properties"]["spec"]
     assert spec["required"] == ["cpuQuota"]
     assert spec["properties"]["displayName"] == {
@@ -187,31 +182,31 @@ def _fields(schema: dict[str, Any], path: str = "") -> list[tuple[str, dict[str,
 def test_crd_every_field_is_described(crd: dict[str, Any]) -> None:
     # metadata itself may carry nothing but name/generateName restrictions.
     undescribed = [
-        path for path, sub in _fields(_schema(crd)) if path != ".metadata" and not sub.get("description")
+        path for path, sub in _fields(crd_schema(crd)) if path != ".metadata" and not sub.get("description")
     ]
     assert undescribed == []
 
 
 def test_crd_cpu_pattern_is_the_operators(crd: dict[str, Any]) -> None:
-    cpu = _schema(crd)["properties"]["spec"]["properties"]["cpuQuota"]
+    cpu = crd_schema(crd)["properties"]["spec"]["properties"]["cpuQuota"]
     assert cpu["pattern"] == op.CPU_QUOTA_PATTERN
 
 
 @pytest.mark.parametrize("text", ["4", "500m", "2.5", "0", "0.125", "16000m"])
 def test_crd_cpu_pattern_accepts(crd: dict[str, Any], text: str) -> None:
-    pattern = _schema(crd)["properties"]["spec"]["properties"]["cpuQuota"]["pattern"]
+    pattern = crd_schema(crd)["properties"]["spec"]["properties"]["cpuQuota"]["pattern"]
     assert re.search(pattern, text)
 
 
 @pytest.mark.parametrize("text", ["four", "", "-1", "1Gi", "2.", ".5", "2.5555", "500 m", "1e3"])
 def test_crd_cpu_pattern_refuses(crd: dict[str, Any], text: str) -> None:
-    pattern = _schema(crd)["properties"]["spec"]["properties"]["cpuQuota"]["pattern"]
+    pattern = crd_schema(crd)["properties"]["spec"]["properties"]["cpuQuota"]["pattern"]
     assert not re.search(pattern, text)
 
 
 @pytest.mark.parametrize("tenant", ["blue", "a" * 56, "a" * 57, "a.b", "Blue", "b-", "x"])
 def test_crd_name_rule_agrees_with_namespace_name(crd: dict[str, Any], tenant: str) -> None:
-    name = _schema(crd)["properties"]["metadata"]["properties"]["name"]
+    name = crd_schema(crd)["properties"]["metadata"]["properties"]["name"]
     schema_accepts = len(tenant) <= name["maxLength"] and bool(re.search(name["pattern"], tenant))
     try:
         op.namespace_name(tenant)

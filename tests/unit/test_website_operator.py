@@ -20,7 +20,7 @@ import kopf
 import pytest
 import yaml
 from kubernetes.client import ApiException
-from tests.unit.stubs import StubApi, api_error
+from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "crds" / "website.yaml"
@@ -164,11 +164,6 @@ def crd() -> dict[str, Any]:
     return yaml.safe_load(CRD_PATH.read_text())
 
 
-def _schema(crd: dict[str, Any]) -> dict[str, Any]:
-    (version,) = crd["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]
-
-
 def test_crd_identity(crd: dict[str, Any]) -> None:
     assert crd["metadata"]["name"] == "websites.example.com"
     assert (crd["spec"]["group"], crd["spec"]["scope"]) == ("example.com", "Namespaced")
@@ -189,7 +184,7 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
 
 
 def test_crd_defaults_and_limits_are_the_operators(crd: dict[str, Any]) -> None:
-    fields = _schema(crd)["properties"]["spec"]["properties"]
+    fields = crd_schema(crd)["properties"]["spec"]["properties"]
     assert fields["image"]["default"] == op.DEFAULT_IMAGE
     assert (fields["port"]["default"], fields["port"]["minimum"], fields["port"]["maximum"]) == (op.DEFAULT_PORT, 1, 65535)
     assert fields["replicas"]["default"] == op.DEFAULT_REPLICAS
@@ -198,7 +193,7 @@ def test_crd_defaults_and_limits_are_the_operators(crd: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", ["shop", "a" * 63, "a" * 64, "1shop", "shop.example", "Shop", "s-1", "s-"])
 def test_crd_name_rule_agrees_with_the_operator(crd: dict[str, Any], name: str) -> None:
-    rule = _schema(crd)["properties"]["metadata"]["properties"]["name"]
+    rule = crd_schema(crd)["properties"]["metadata"]["properties"]["name"]
     schema_accepts = len(name) <= rule["maxLength"] and bool(re.search(rule["pattern"], name))
     try:
         op.website_spec(name, {})
@@ -211,7 +206,7 @@ def test_crd_name_rule_agrees_with_the_operator(crd: dict[str, Any], name: str) 
 
 @pytest.mark.parametrize("image", ["nginx:1.25", "a", "nginx 1.25", "nginx\t", " nginx"])
 def test_crd_image_rule_agrees_with_the_operator(crd: dict[str, Any], image: str) -> None:
-    rule = _schema(crd)["properties"]["spec"]["properties"]["image"]
+    rule = crd_schema(crd)["properties"]["spec"]["properties"]["image"]
     schema_accepts = bool(re.search(rule["pattern"], image))
     try:
         op.website_spec("shop", {"image": image})
@@ -228,7 +223,7 @@ def test_crd_every_field_is_described(crd: dict[str, Any]) -> None:
             found += [(f"{path}.{key}", sub), *fields(sub, f"{path}.{key}")]
         return found
 
-    assert [p for p, sub in fields(_schema(crd)) if p != ".metadata" and not sub.get("description")] == []
+    assert [p for p, sub in fields(crd_schema(crd)) if p != ".metadata" and not sub.get("description")] == []
 
 
 # --- reconcile_website: requests, change detection, error routing -------------
