@@ -578,15 +578,12 @@ def _record_success(body: kopf.Body, patch: kopf.Patch, status: Mapping[str, Any
         patch.status.update(changed)
 
 
-@kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")
-@kopf.on.update(GROUP, VERSION, PLURAL, id="reconcile")
-@kopf.on.create(GROUP, VERSION, PLURAL, id="reconcile")
-def reconcile(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-    """Reconcile on create, on every spec change, and for every baseline at startup.
+def _reconcile_and_record(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch) -> None:
+    """Run the reconcile for one baseline and record the outcome in status and Events.
 
-    Returns nothing: kopf would keep a returned dict in ``status.reconcile``,
-    where its counts would go stale as namespaces come and go; the live
-    counts are at the top level of status.
+    Raises:
+        kopf.PermanentError: the baseline cannot work (after recording it once).
+        kopf.TemporaryError: retry later (status says Retrying).
     """
 
     def post_event(reason: str, message: str) -> None:
@@ -604,6 +601,19 @@ def reconcile(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **
     _record_success(body, patch, status)
 
 
+@kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")
+@kopf.on.update(GROUP, VERSION, PLURAL, id="reconcile")
+@kopf.on.create(GROUP, VERSION, PLURAL, id="reconcile")
+def reconcile(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """Reconcile on create, on every spec change, and for every baseline at startup.
+
+    Returns nothing: kopf would keep a returned dict in ``status.reconcile``,
+    where its counts would go stale as namespaces come and go; the live
+    counts are at the top level of status.
+    """
+    _reconcile_and_record(name, spec, body, patch)
+
+
 @kopf.timer(GROUP, VERSION, PLURAL, id="resync", interval=RESYNC_SECONDS, initial_delay=RESYNC_SECONDS)
 def resync(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """Heal drift: re-run the reconcile every NSB_RESYNC_SECONDS.
@@ -612,20 +622,10 @@ def resync(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch, **_: 
     reported once, not every interval; it is re-checked each time, so fixing
     it needs no restart. Temporary errors are retried by kopf after their delay.
     """
-
-    def post_event(reason: str, message: str) -> None:
-        kopf.info(body, reason=reason, message=message)
-
     try:
-        status = reconcile_baseline(name, spec, report=post_event)
-    except kopf.PermanentError as e:
-        # Not raised: kopf would log a traceback every interval for it.
-        _record_failure(body, patch, e)
-        return
-    except kopf.TemporaryError as e:
-        patch.status.update(phase="Retrying", message=str(e))
-        raise
-    _record_success(body, patch, status)
+        _reconcile_and_record(name, spec, body, patch)
+    except kopf.PermanentError:
+        return  # recorded once already; raised, kopf would log a traceback every interval
 
 
 @kopf.on.event("", "v1", "namespaces")
