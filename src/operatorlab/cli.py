@@ -91,7 +91,7 @@ def operator_list(_: argparse.Namespace) -> int:
 
 
 def operator_run(args: argparse.Namespace) -> int:
-    argv = operators.kopf_argv(args.name, namespaces=args.namespace or None)
+    argv = operators.kopf_argv(args.name, namespaces=args.namespace or None, verbose=args.verbose)
     cluster = get_cluster(args.cluster_name)
     if not cluster.is_up():
         raise ClusterError(f"the {cluster.provider} cluster is not up: start it with: operatorlab cluster up")
@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("name")
     run.add_argument("-n", "--namespace", action="append", help="watch only this namespace (repeatable)")
     run.add_argument("--cluster-name", default=None)
+    run.add_argument("-v", "--verbose", action="store_true", help="kopf's debug log (every object handled)")
     run.set_defaults(func=operator_run)
 
     from operatorlab.labs import cli as labs_cli  # operatorlab lab ..., operatorlab drill ...

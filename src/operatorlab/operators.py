@@ -72,7 +72,7 @@ def load_module(name: str) -> ModuleType:
 
 
 def kopf_argv(name: str, *, namespaces: list[str] | None = None, liveness_port: int | None = None,
-              peering: str | None = None, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+              peering: str | None = None, verbose: bool = True, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The ``kopf run`` command line for an operator.
 
     Args:
@@ -80,8 +80,10 @@ def kopf_argv(name: str, *, namespaces: list[str] | None = None, liveness_port: 
             (cluster-scoped resources such as Tenants are seen either way).
         liveness_port: serve kopf's liveness probe on ``127.0.0.1:<port>/healthz``.
         peering: a peering name (several replicas coordinate); ``None`` means ``--standalone``.
+        verbose: kopf's debug log (each object as handled): for log files that tests and labs
+            read, too noisy for a person watching a terminal.
     """
-    argv = [sys.executable, "-m", "kopf", "run", str(operator_path(name)), "--verbose"]
+    argv = [sys.executable, "-m", "kopf", "run", str(operator_path(name))] + (["--verbose"] if verbose else [])
     argv += [f"--namespace={ns}" for ns in namespaces] if namespaces else ["--all-namespaces"]
     argv += [f"--peering={peering}"] if peering else ["--standalone"]
     if liveness_port:
