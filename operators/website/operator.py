@@ -180,6 +180,11 @@ def owner_reference(name: str, uid: str) -> dict[str, Any]:
     }
 
 
+def child_metadata(name: str, namespace: str, owner: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata every child of a Website carries: its name, our labels, the owner reference."""
+    return {"name": name, "namespace": namespace, "labels": labels(name), "ownerReferences": [dict(owner)]}
+
+
 def deployment_manifest(
     name: str, namespace: str, site: Mapping[str, Any], owner: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -191,12 +196,7 @@ def deployment_manifest(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": labels(name),
-            "ownerReferences": [dict(owner)],
-        },
+        "metadata": child_metadata(name, namespace, owner),
         "spec": {
             "replicas": site["replicas"],
             # Immutable once created; both labels, so that another app's Pods
@@ -230,12 +230,7 @@ def service_manifest(
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": labels(name),
-            "ownerReferences": [dict(owner)],
-        },
+        "metadata": child_metadata(name, namespace, owner),
         "spec": {
             "selector": labels(name),
             "ports": [{"name": PORT_NAME, "port": site["port"], "targetPort": PORT_NAME, "protocol": "TCP"}],
