@@ -121,6 +121,16 @@ def _exists(custom, name: str) -> bool:
     return True
 
 
+def _baseline_in_force(custom, networking, namespaces, baselines, unique: str) -> tuple[str, str]:
+    """A baseline and one labelled namespace holding both its policies; returns their names."""
+    name = f"nsb-{unique}"
+    baselines.append(name)
+    target = namespaces({LABEL_KEY: unique})
+    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
+    eventually(lambda: _policies(networking, target) == [DNS, DENY], timeout=30, message="policies")
+    return name, target
+
+
 def test_labelled_namespaces_get_the_policies_within_seconds(
         start_operator, custom, core, networking, namespaces, baselines, unique):
     op = start_operator()
@@ -184,11 +194,7 @@ def test_a_namespace_that_loses_the_label_loses_the_policies(
 def test_the_resync_timer_heals_a_deleted_or_edited_policy(
         start_operator, custom, core, networking, namespaces, baselines, unique):
     op = start_operator(resync="2")
-    name = f"nsb-{unique}"
-    baselines.append(name)
-    target = namespaces({LABEL_KEY: unique})
-    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
-    eventually(lambda: _policies(networking, target) == [DNS, DENY], timeout=30, message="policies")
+    name, target = _baseline_in_force(custom, networking, namespaces, baselines, unique)
 
     networking.delete_namespaced_network_policy(DENY, target)
     assert _policies(networking, target) == [DNS]
@@ -251,11 +257,7 @@ def test_two_baselines_on_one_namespace_hand_over_without_a_gap(
 def test_deleting_the_baseline_leaves_the_policies_in_place(
         start_operator, custom, core, networking, namespaces, baselines, unique):
     op = start_operator(resync="2")
-    name = f"nsb-{unique}"
-    baselines.append(name)
-    target = namespaces({LABEL_KEY: unique})
-    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
-    eventually(lambda: _policies(networking, target) == [DNS, DENY], timeout=30, message="policies")
+    name, target = _baseline_in_force(custom, networking, namespaces, baselines, unique)
     # kopf's finalizer, there because of the resync timer, not for a delete handler.
     assert FINALIZER in custom.get_cluster_custom_object(*NSB, name)["metadata"]["finalizers"]
     custom.delete_cluster_custom_object(*NSB, name)
