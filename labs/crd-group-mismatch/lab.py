@@ -19,7 +19,7 @@ class CrdGroupMismatch(VariantLab):
         "watching the resource you created?",
         "Read the operator's startup log (kopf lists the resources it serves, and warns about unresolved ones) and "
         "compare with `kubectl api-resources | grep -i tenant`.",
-        "The group in labs/crd-group-mismatch/operator.py must be the CRD's spec.group, hedronite.io.",
+        "The group in labs/crd-group-mismatch/tenant_operator.py must be the CRD's spec.group, hedronite.io.",
     )
 
     def setup(self) -> None:

@@ -17,8 +17,8 @@ class DropOnResume(VariantLab):
     hints = (
         "The Tenant still says Ready. Which of the operator's handlers would run for a Tenant whose spec did not "
         "change, after the operator restarts?",
-        "Look at the decorators on reconcile() in labs/drop-on-resume/operator.py and compare them with "
-        "operators/tenant/operator.py. kopf runs on.create once, on.update on a spec change...",
+        "Look at the decorators on reconcile() in labs/drop-on-resume/tenant_operator.py and compare them with "
+        "operators/tenant/tenant_operator.py. kopf runs on.create once, on.update on a spec change...",
         "Add @kopf.on.resume(GROUP, VERSION, PLURAL, id=\"reconcile\") above the other two decorators and save: "
         "`operatorlab lab check drop-on-resume` restarts the operator from your file.",
     )

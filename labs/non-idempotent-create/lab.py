@@ -40,7 +40,7 @@ class NonIdempotentCreate(VariantLab):
         "the operator's log say about each attempt?",
         "409 AlreadyExists: the reconcile tries to create something that exists since its first run. A reconcile "
         "must be safe to run any number of times (idempotent).",
-        "In labs/non-idempotent-create/operator.py, make _get_or_create read first (create only on 404) and treat a "
+        "In labs/non-idempotent-create/tenant_operator.py, make _get_or_create read first (create only on 404) and treat a "
         "409 on create as 'it exists: read it'. kopf waits out the 60 s backoff it recorded (annotation "
         "kopf.zalando.org/reconcile): wait a minute, or remove that annotation and status.kopf.progress.",
     )

@@ -36,24 +36,24 @@ def _stop_all() -> None:
 
 
 def operator_names() -> list[str]:
-    """The operators in the checkout: each ``operators/<name>/operator.py``."""
-    return sorted(p.parent.name for p in paths.operators_dir().glob("*/operator.py"))
+    """The operators in the checkout: each ``operators/<name>/<name>_operator.py``."""
+    return sorted(p.parent.name for p in paths.operators_dir().glob("*/*_operator.py"))
 
 
 def operator_path(name: str) -> Path:
-    """``operators/<name>/operator.py``.
+    """``operators/<name>/<name>_operator.py``.
 
     Raises:
         ValueError: there is no such operator (the message lists those there are).
     """
-    path = paths.operators_dir() / name / "operator.py"
+    path = paths.operators_dir() / name / f"{name}_operator.py"
     if not path.is_file():
         raise ValueError(f"no operator {name!r}; choose one of: {', '.join(operator_names())}")
     return path
 
 
 def load_module(name: str) -> ModuleType:
-    """Import ``operators/<name>/operator.py`` as a module, to reuse its pure parts.
+    """Import ``operators/<name>/<name>_operator.py`` as a module, to reuse its pure parts.
 
     The hand-written controllers call the Tenant operator's own ``reconcile_tenant``
     so every controller in the course drives the very same reconcile. Importing also

@@ -12,7 +12,7 @@ import kopf
 import pytest
 from kubernetes import client
 
-from operatorlab.controllers.controller import TenantReconciler
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.informer import InformerController
 from operatorlab.controllers.listwatch import TENANTS, ListWatchController, Reflector, WatchEvent
 from operatorlab.controllers.metrics import ApiRequest, read_apiserver_requests

@@ -143,7 +143,7 @@ def test_image_is_slim_non_root_and_serves_the_probe(operator: str):
     (cmd,) = re.findall(r"^CMD (\[.*\])$", dockerfile, re.M)
     argv = yaml.safe_load(cmd)
     assert argv[:2] == ["kopf", "run"] and "--liveness=http://0.0.0.0:8080/healthz" in argv
-    assert "--standalone" in argv and argv[-1] == "/app/operator.py"
+    assert "--standalone" in argv and argv[-1] == f"/app/{operator}_operator.py"
     lines = (paths.operators_dir() / operator / "requirements.txt").read_text().splitlines()
     requirements = {re.split(r"[<>=!~ ]", line)[0] for line in lines if line.strip() and not line.startswith("#")}
     assert requirements == {"kopf", "kubernetes"}  # the operator imports nothing else

@@ -24,7 +24,7 @@ import yaml
 from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
-OPERATOR_PATH = ROOT / "operators" / "namespacebaseline" / "operator.py"
+OPERATOR_PATH = ROOT / "operators" / "namespacebaseline" / "namespacebaseline_operator.py"
 CRD_PATH = ROOT / "crds" / "namespacebaseline.yaml"
 
 

@@ -35,7 +35,7 @@ def _load_operator() -> Any:
     # Loaded by path under another name: "operator" would shadow the stdlib
     # module, and the operator is a script, not a package.
     spec = importlib.util.spec_from_file_location(
-        "tenant_operator", ROOT / "operators" / "tenant" / "operator.py"
+        "tenant_operator", ROOT / "operators" / "tenant" / "tenant_operator.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -30,7 +30,7 @@ OWNER_UID = "0b7a9f0e-1111-2222-3333-444455556666"
 def _load_operator() -> Any:
     # Loaded by path under another name: "operator" would shadow the stdlib
     # module, and the operator is a script, not a package.
-    spec = importlib.util.spec_from_file_location("website_operator", ROOT / "operators" / "website" / "operator.py")
+    spec = importlib.util.spec_from_file_location("website_operator", ROOT / "operators" / "website" / "website_operator.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,7 +1,7 @@
 """Reference hand-written controllers: the loop the control plane runs, built up three times.
 
 All of them drive the *same* idempotent reconcile, the Tenant operator's own
-``reconcile_tenant`` (``operators/tenant/operator.py``), against a real API
+``reconcile_tenant`` (``operators/tenant/tenant_operator.py``), against a real API
 server, so only the machinery around it changes -- and its cost is measured.
 
 ========================  ======  ==========================================================

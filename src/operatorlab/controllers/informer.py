@@ -37,7 +37,7 @@ from typing import Any
 import kopf
 from kubernetes import client
 
-from operatorlab.controllers.controller import TenantReconciler
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.keys import meta_namespace_key, split_meta_namespace_key
 from operatorlab.controllers.listwatch import TENANTS, Reflector, Resource, WatchEvent
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient
@@ -414,7 +414,7 @@ class InformerController:
         """Reconcile one key against the cache (sample-controller ``syncHandler``).
 
         Raises what the reconcile raises (see
-        :meth:`~operatorlab.controllers.controller.TenantReconciler.sync`).
+        :meth:`~operatorlab.controllers.reconciler.TenantReconciler.sync`).
         """
         _, name = split_meta_namespace_key(key)
         self.reconciler.sync(name, self.informer.get(key))

@@ -53,7 +53,7 @@ from typing import Any, Protocol
 import urllib3
 from kubernetes import client
 
-from operatorlab.controllers.controller import TenantReconciler
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient
 
 __all__ = [

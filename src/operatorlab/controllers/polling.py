@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
-from operatorlab.controllers.controller import TenantReconciler, is_being_deleted
+from operatorlab.controllers.reconciler import TenantReconciler, is_being_deleted
 from operatorlab.controllers.listwatch import TENANTS
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient, RequestCounts
 

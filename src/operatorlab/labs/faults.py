@@ -4,7 +4,7 @@
   (it outlives the ``operatorlab lab start`` command that started it, so a learner can
   look at it from another command), remembered in the lab's state file by pid and
   executable, and SIGKILLable. It may run a learner's copy of an operator
-  (``labs/<id>/operator.py``) instead of ``operators/<name>/operator.py``.
+  (``labs/<id>/tenant_operator.py``) instead of ``operators/<name>/<name>_operator.py``.
 - :func:`kill_at`: the environment that makes the Tenant operator SIGKILL itself at an
   exact point of a reconcile (its ``OPERATORLAB_KILL_AT`` hook), once.
 - :func:`stop_component` / :func:`start_component`: one control-plane component of a
@@ -40,7 +40,7 @@ class LabOperator:
         lab: the lab owning it.
         role: its key in the lab's state (a lab may run several operators).
         operator: the operator's folder under ``operators/`` (its kopf handlers).
-        source: run this file instead of ``operators/<operator>/operator.py`` (a learner's copy).
+        source: run this file instead of ``operators/<operator>/<operator>_operator.py`` (a learner's copy).
         env: extra environment variables (fault hooks, resync intervals).
         env_file: a ``KEY=VALUE`` file read at every start (a learner may edit it).
         kubeconfig: the identity and address to use (default: the lab's cluster, as admin).
@@ -213,7 +213,7 @@ def _live(port: int) -> bool:
 
 # -- kill at a reconcile point -------------------------------------------------------------
 
-# The Tenant operator's hook (operators/tenant/operator.py, _fault_point). Spelled here
+# The Tenant operator's hook (operators/tenant/tenant_operator.py, _fault_point). Spelled here
 # rather than imported: importing the operator registers its kopf handlers in this process.
 KILL_AT_ENV = "OPERATORLAB_KILL_AT"
 KILL_ONCE_FILE_ENV = "OPERATORLAB_KILL_ONCE_FILE"
@@ -294,7 +294,7 @@ def transform(text: str, edits: list[tuple[str, str]]) -> str:
 
 
 def variant(operator: str, edits: list[tuple[str, str]], header: str = "") -> str:
-    """``operators/<operator>/operator.py`` with ``edits`` applied, and ``header`` prepended."""
+    """``operators/<operator>/<operator>_operator.py`` with ``edits`` applied, and ``header`` prepended."""
     text = transform(operators.operator_path(operator).read_text(), edits)
     return header + text
 

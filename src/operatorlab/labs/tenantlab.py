@@ -33,16 +33,16 @@ class TenantLab(Lab):
 class VariantLab(TenantLab):
     """A lab around a broken copy of the Tenant operator, made by exact text edits at inject time.
 
-    The learner's copy is ``labs/<id>/operator.py`` (git-ignored, removed on reset): the
+    The learner's copy is ``labs/<id>/tenant_operator.py`` (git-ignored, removed on reset): the
     lab runs that file, and ``check`` restarts it whenever the learner saves a change.
     """
 
-    #: (old, new) text edits turning operators/tenant/operator.py into the broken variant.
+    #: (old, new) text edits turning operators/tenant/tenant_operator.py into the broken variant.
     edits: ClassVar[list[tuple[str, str]]] = []
 
     @property
     def learner_copy(self) -> Path:
-        return self.workdir / "operator.py"
+        return self.workdir / "tenant_operator.py"
 
     def header(self) -> str:
         return (f"# Your copy of the Tenant operator for the lab {self.id!r} (labs/{self.id}/README.md).\n"

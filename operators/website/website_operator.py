@@ -69,7 +69,7 @@ any other error                             unchanged       retries with its bac
 
 Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
 
-    kopf run --all-namespaces operators/website/operator.py
+    kopf run --all-namespaces operators/website/website_operator.py
 
 It imports only kopf, kubernetes and the standard library: it runs alone in
 its image.

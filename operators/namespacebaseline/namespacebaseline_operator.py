@@ -72,7 +72,7 @@ handlers): if its write fails, it logs a warning and the timer heals it.
 
 Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
 
-    NSB_RESYNC_SECONDS=10 kopf run --all-namespaces operators/namespacebaseline/operator.py
+    NSB_RESYNC_SECONDS=10 kopf run --all-namespaces operators/namespacebaseline/namespacebaseline_operator.py
 
 It imports only kopf, kubernetes and the standard library: it runs alone in
 its image.

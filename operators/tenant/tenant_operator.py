@@ -49,7 +49,7 @@ it kills every time: a crash loop.
 
 Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
 
-    kopf run --all-namespaces operators/tenant/operator.py
+    kopf run --all-namespaces operators/tenant/tenant_operator.py
 
 It imports only kopf, kubernetes and the standard library: it runs alone in
 its image.

@@ -3,7 +3,7 @@
 The three reference controllers (polling, list-watch, informer) differ only in
 *when* they reconcile and *where they read the Tenant from*. What they do is the
 same function the kopf Tenant operator runs, ``reconcile_tenant`` from
-``operators/tenant/operator.py`` (loaded with
+``operators/tenant/tenant_operator.py`` (loaded with
 :func:`operatorlab.operators.load_module`), so a difference in behaviour or API
 cost is the machinery's, never the reconcile's.
 
