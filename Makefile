@@ -14,11 +14,12 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 GO_OK := $(shell go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[6-9]|[3-9][0-9])' && echo yes)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv binaries cluster-up cluster-down cluster-status lab test notebooks bench clean
+.PHONY: help setup venv binaries check cluster-up cluster-down cluster-status lab test notebooks bench clean
 
 help:
 	@echo "make lab            set up what is missing, start the cluster, open JupyterLab on notebooks/"
-	@echo "make test           set up what is missing, run unit + integration + notebook tests on a real cluster"
+	@echo "make test           set up what is missing, run make check, then unit + integration + notebook tests on a real cluster"
+	@echo "make check          static checks in seconds, no cluster: ruff, mypy, import-linter (the layers)"
 	@echo "make setup          only install: .venv and the control-plane binaries"
 	@echo "make cluster-up     start (or reuse) the local cluster and apply crds/"
 	@echo "make cluster-down   stop it (state kept; 'operatorlab cluster down --purge' deletes it)"
@@ -58,8 +59,17 @@ lab: cluster-up
 	  $(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.open_browser=$${OPEN_BROWSER:-True} \
 	    $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
+# Static checks: lint, types (strict on the controllers and the operators), the import layers.
+check: venv
+	@echo "[check] ruff"
+	@$(BIN)/ruff check --quiet .
+	@echo "[check] mypy"
+	@$(BIN)/mypy
+	@echo "[check] import-linter: the layers in .importlinter"
+	@out=$$($(BIN)/lint-imports --no-cache 2>&1) || { echo "$$out"; exit 1; }
+
 # The test session starts its own cluster ("test"), separate from the one `make lab` uses.
-test: setup
+test: setup check
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # After changing code a notebook reveals or runs: re-execute every notebook against the

@@ -25,16 +25,11 @@ import sys
 from operatorlab import operators, paths
 from operatorlab.cluster import ClusterError, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
-
-
-def _color(text: str, code: str) -> str:
-    return f"\033[{code}m{text}\033[0m" if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text
+from operatorlab.terminal import GREEN, RED, color
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    cluster = get_cluster(args.name)
-    if hasattr(cluster, "nodes"):
-        cluster.nodes = args.nodes
+    cluster = get_cluster(args.name, nodes=args.nodes)
     cluster.up()
     if not args.no_crds:
         from kubernetes import config
@@ -59,12 +54,13 @@ def cluster_status(args: argparse.Namespace) -> int:
         print(f"{cluster.provider} cluster via {cluster.kubeconfig}: " + ("reachable" if cluster.is_up() else "unreachable"))
         return 0 if cluster.is_up() else 1
     if not cluster.kubeconfig.is_file():
-        print(f"no cluster {cluster.name!r} yet (nothing in {cluster.dir}); start it with: operatorlab cluster up")
+        print(f"no cluster {cluster.name!r} yet (nothing in {cluster.kubeconfig.parent}); "
+              "start it with: operatorlab cluster up")
         return 1
-    print(f"cluster {cluster.name!r} ({cluster.provider}) in {cluster.dir}")
+    print(f"cluster {cluster.name!r} ({cluster.provider}) in {cluster.kubeconfig.parent}")
     print(f"  {'COMPONENT':<24} {'PID':>7} {'PORT':>6}  HEALTH")
     for r in rows:
-        health = _color("healthy", "32") if r.healthy else _color("running, unhealthy" if r.running else "stopped", "31")
+        health = color("healthy", GREEN) if r.healthy else color("running, unhealthy" if r.running else "stopped", RED)
         print(f"  {r.name:<24} {r.pid or '-':>7} {r.port or '-':>6}  {health}")
     if cluster.is_up():
         print(f"  kubeconfig: {cluster.kubeconfig}")
@@ -142,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (BinariesMissing, ClusterError, ValueError) as e:
-        print(_color(f"error: {e}", "31"), file=sys.stderr)
+        print(color(f"error: {e}", RED, stream=sys.stderr), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -17,13 +17,13 @@ Every request it then makes is authorized as
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from operatorlab import paths
+from operatorlab.cluster import kubeconfig
 
 # deploy/ files holding an operator's identity and permissions.
 RBAC_FILES = ("serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml")
@@ -76,6 +76,8 @@ def service_account_token(api_client, namespace: str, name: str, *, expiration_s
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=expiration_seconds)
     )
     response = client.CoreV1Api(api_client).create_namespaced_service_account_token(name, namespace, request)
+    if response.status is None or not response.status.token:
+        raise RuntimeError(f"the TokenRequest API returned no token for ServiceAccount {namespace}/{name}")
     return response.status.token
 
 
@@ -86,25 +88,9 @@ def token_kubeconfig(api_client, token: str, path: Path, *, user: str) -> Path:
     embedded, so the file stands alone. Written with mode 0600: it grants access.
     """
     conf = api_client.configuration
-    cluster: dict[str, Any] = {"server": conf.host}
-    if conf.ssl_ca_cert:
-        cluster["certificate-authority-data"] = base64.b64encode(Path(conf.ssl_ca_cert).read_bytes()).decode()
-    elif not conf.verify_ssl:
-        cluster["insecure-skip-tls-verify"] = True
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "cluster", "cluster": cluster}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": user, "context": {"cluster": "cluster", "user": user}}],
-        "current-context": user,
-        "preferences": {},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600)
-    path.chmod(0o600)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
+    ca_data = Path(conf.ssl_ca_cert).read_bytes() if conf.ssl_ca_cert else None
+    return kubeconfig.write(path, server=conf.host, cluster="cluster", user=user, ca_data=ca_data, token=token,
+                            insecure=ca_data is None and not conf.verify_ssl)
 
 
 def service_account_kubeconfig(api_client, namespace: str, name: str, path: Path, *,

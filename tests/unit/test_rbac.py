@@ -55,6 +55,6 @@ def test_token_kubeconfig_embeds_server_ca_and_token(tmp_path: Path) -> None:
     assert cluster["cluster"]["server"] == "https://127.0.0.1:6443"
     assert base64.b64decode(cluster["cluster"]["certificate-authority-data"]) == ca.read_bytes()
     assert config["users"] == [{"name": "system:serviceaccount:ns:sa", "user": {"token": "t0ken"}}]
-    assert config["current-context"] == "system:serviceaccount:ns:sa"
     (context,) = config["contexts"]
+    assert config["current-context"] == context["name"]
     assert context["context"] == {"cluster": cluster["name"], "user": "system:serviceaccount:ns:sa"}

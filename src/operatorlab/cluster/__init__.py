@@ -1,7 +1,6 @@
 """Clusters: start, find and describe a real Kubernetes API server.
 
-Two providers share one interface (``up``, ``down``, ``status``, ``is_up``, ``env``,
-``kubeconfig``, ``stop_component``/``start_component``):
+Two providers implement one protocol, :class:`~operatorlab.cluster.provider.Cluster`:
 
 - :class:`~operatorlab.cluster.local.LocalCluster` (default): etcd, kube-apiserver,
   kube-controller-manager, kube-scheduler and kwok as child processes.
@@ -12,18 +11,21 @@ Two providers share one interface (``up``, ``down``, ``status``, ``is_up``, ``en
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from operatorlab.cluster.existing import ExistingCluster
-from operatorlab.cluster.local import ClusterError, LocalCluster
+from operatorlab.cluster.local import LocalCluster
+from operatorlab.cluster.provider import Cluster, ClusterError, ComponentStatus
 
-__all__ = ["ClusterError", "ExistingCluster", "LocalCluster", "current", "get_cluster"]
+__all__ = ["Cluster", "ClusterError", "ComponentStatus", "ExistingCluster", "LocalCluster", "current", "get_cluster"]
 
 
-def get_cluster(name: str | None = None) -> LocalCluster | ExistingCluster:
+def get_cluster(name: str | None = None, *, nodes: int = 1) -> Cluster:
     """The cluster chosen by the environment.
 
     ``$OPERATORLAB_CLUSTER`` selects the provider: ``local`` (default) or ``existing``.
-    ``name`` (default ``$OPERATORLAB_CLUSTER_NAME`` or ``lab``) names a local cluster.
+    ``name`` (default ``$OPERATORLAB_CLUSTER_NAME`` or ``lab``) names a local cluster, and
+    ``nodes`` is how many simulated Nodes it has; an existing cluster has its own.
 
     Raises:
         ValueError: an unknown provider name.
@@ -32,18 +34,16 @@ def get_cluster(name: str | None = None) -> LocalCluster | ExistingCluster:
     if provider == "existing":
         return ExistingCluster()
     if provider == "local":
-        return LocalCluster(name or os.environ.get("OPERATORLAB_CLUSTER_NAME", "lab"))
+        return LocalCluster(name or os.environ.get("OPERATORLAB_CLUSTER_NAME", "lab"), nodes=nodes)
     raise ValueError(f"OPERATORLAB_CLUSTER={provider!r}: expected 'local' or 'existing'")
 
 
-def current() -> LocalCluster | ExistingCluster:
+def current() -> Cluster:
     """The cluster ``$KUBECONFIG`` points at: the local cluster that wrote it, if any.
 
     Notebooks call this: under ``make lab`` and under the test session alike,
     ``KUBECONFIG`` names the cluster to use.
     """
-    from pathlib import Path
-
     kubeconfig = os.environ.get("KUBECONFIG")
     if kubeconfig and (Path(kubeconfig).parent / "state.json").is_file():
         local = LocalCluster(Path(kubeconfig).parent.name, root=Path(kubeconfig).parent.parent)

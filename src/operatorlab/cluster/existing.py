@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from operatorlab.cluster.local import ClusterError
+from operatorlab.cluster.provider import ClusterError, ComponentStatus, Log
 
 #: Fault injections that need to own the control-plane processes.
 UNAVAILABLE_INJECTIONS = ("stop/start kube-controller-manager", "stop/start kube-scheduler", "stop kwok")
@@ -18,13 +19,13 @@ UNAVAILABLE_INJECTIONS = ("stop/start kube-controller-manager", "stop/start kube
 class ExistingCluster:
     """The cluster of the current kubeconfig context."""
 
-    provider = "existing"
+    provider: Literal["existing"] = "existing"
     name = "existing"
 
     def __init__(self) -> None:
         self.kubeconfig = Path(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0]).expanduser()
 
-    def up(self, *, log=print, **_) -> ExistingCluster:
+    def up(self, *, log: Log = print) -> ExistingCluster:
         """Check the cluster answers; start nothing.
 
         Raises:
@@ -46,7 +47,7 @@ class ExistingCluster:
         log(f"using existing cluster: context {context['name']!r}, Kubernetes {version.git_version}")
         return self
 
-    def down(self, **_) -> None:
+    def down(self, *, purge: bool = False, log: Log = print) -> None:
         """Nothing to stop: the cluster is not ours."""
 
     def is_up(self) -> bool:
@@ -56,8 +57,8 @@ class ExistingCluster:
         except ClusterError:
             return False
 
-    def status(self) -> list:
-        return []
+    def status(self) -> list[ComponentStatus]:
+        return []  # its processes are not ours to list
 
     def stop_component(self, name: str) -> None:
         raise ClusterError(
@@ -65,7 +66,8 @@ class ExistingCluster:
             f"Unavailable here: {', '.join(UNAVAILABLE_INJECTIONS)}"
         )
 
-    start_component = stop_component
+    def start_component(self, name: str, *, timeout: float = 60.0) -> None:
+        self.stop_component(name)
 
     def env(self) -> dict[str, str]:
         return {"KUBECONFIG": str(self.kubeconfig)}

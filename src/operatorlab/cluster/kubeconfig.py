@@ -1,32 +1,68 @@
-"""Write kubeconfig files: the admin's for people and tools, one per component.
+"""Render and write kubeconfig files: the one place that knows their format.
 
-A kubeconfig here references the PKI files by absolute path rather than
-embedding them, so it stays short and readable in a notebook. The format is
+Every kubeconfig the lab writes comes from here: the admin's and one per control-plane
+component (client certificates), a ServiceAccount's (a token, for least-privilege
+tests), the fault proxy's (plain HTTP on loopback, no credentials). The format is
 ``clientcmd/api/v1`` (https://kubernetes.io/docs/reference/config-api/kubeconfig.v1/).
+
+Certificates are referenced by absolute path when they live beside the cluster (short,
+readable in a notebook) or embedded (``certificate-authority-data``) when the file must
+stand alone. A kubeconfig grants access, so :func:`write` creates it with mode 0600: it
+is never readable by others, not even for the instant between create and chmod.
 """
 
 from __future__ import annotations
 
+import base64
+import os
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 
-def render(*, server: str, ca: Path, cert: Path, key: Path, cluster: str, user: str) -> str:
+def render(
+    *,
+    server: str,
+    cluster: str,
+    user: str,
+    ca: Path | None = None,
+    ca_data: bytes | None = None,
+    cert: Path | None = None,
+    key: Path | None = None,
+    token: str | None = None,
+    insecure: bool = False,
+) -> str:
     """Return a one-context kubeconfig as YAML.
 
     Args:
-        server: the apiserver URL, e.g. ``https://127.0.0.1:6443``.
-        ca: the CA bundle that signed the serving certificate.
-        cert, key: the client certificate and key that identify ``user``.
+        server: the API server URL, e.g. ``https://127.0.0.1:6443`` (or ``http://`` for a proxy).
         cluster: the cluster (and context) name.
-        user: the user entry's name (informational; identity comes from ``cert``).
+        user: the user entry's name (informational: identity comes from ``cert`` or ``token``).
+        ca: the CA bundle that signed the serving certificate, by path.
+        ca_data: the same, embedded (for a file that must stand alone).
+        cert, key: a client certificate and key, by path.
+        token: a bearer token (e.g. a ServiceAccount's, from the TokenRequest API).
+        insecure: skip verifying the server's certificate (only when the source kubeconfig did).
     """
+    cluster_entry: dict[str, Any] = {"server": server}
+    if ca is not None:
+        cluster_entry["certificate-authority"] = str(ca)
+    if ca_data is not None:
+        cluster_entry["certificate-authority-data"] = base64.b64encode(ca_data).decode()
+    if insecure:
+        cluster_entry["insecure-skip-tls-verify"] = True
+    user_entry: dict[str, Any] = {}
+    if cert is not None and key is not None:
+        user_entry.update({"client-certificate": str(cert), "client-key": str(key)})
+    if token is not None:
+        user_entry["token"] = token
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "clusters": [{"name": cluster, "cluster": cluster_entry}],
+        "users": [{"name": user, "user": user_entry}],
         "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user}}],
         "current-context": cluster,
         "preferences": {},
@@ -34,9 +70,20 @@ def render(*, server: str, ca: Path, cert: Path, key: Path, cluster: str, user: 
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def write(path: Path, **fields) -> Path:
-    """Render with :func:`render` and write to ``path`` (mode 0600, since it grants access)."""
+def write(path: Path, **fields: Any) -> Path:
+    """Render with :func:`render` (``fields`` are its arguments) and write to ``path``, mode 0600.
+
+    The file is written to a private temporary file beside ``path`` and renamed over it,
+    so a reader sees the old file or the new one, never half of one, and never a moment
+    of wider permissions.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(**fields))
-    path.chmod(0o600)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mkstemp: mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(render(**fields))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

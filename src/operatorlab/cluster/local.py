@@ -26,15 +26,17 @@ import socket
 import ssl
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from typing import Any, Literal
 
 import yaml
 
 from operatorlab import paths
 from operatorlab.cluster import binaries as binaries_mod
 from operatorlab.cluster import kubeconfig, pki, process
+from operatorlab.cluster.provider import ClusterError, ComponentStatus, Log
 
 #: Start order; stop order is the reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -44,25 +46,6 @@ _PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kub
 
 #: Components a lab may stop and start on its own (the rest hold the cluster up).
 RESTARTABLE = ("kube-controller-manager", "kube-scheduler", "kwok")
-
-Log = Callable[[str], None]
-
-
-class ClusterError(RuntimeError):
-    """The local cluster could not be started or reached; the message says why and what to run."""
-
-
-@dataclass(frozen=True)
-class ComponentStatus:
-    """One row of ``operatorlab cluster status``."""
-
-    name: str
-    pid: int | None
-    port: int | None
-    running: bool
-    healthy: bool
-    log: Path
-
 
 @dataclass
 class _State:
@@ -83,7 +66,7 @@ class LocalCluster:
         root: the directory holding the cluster directories (default ``<cache>/clusters``).
     """
 
-    provider = "local"
+    provider: Literal["local"] = "local"
 
     def __init__(self, name: str = "lab", *, nodes: int = 1, root: Path | None = None) -> None:
         self.name = name
@@ -336,7 +319,8 @@ class LocalCluster:
                     raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ready = [n.metadata.name for n in core.list_node().items if _node_ready(n) and n.metadata.name in names]
+            ready = [n.metadata.name for n in core.list_node().items
+                     if n.metadata and n.metadata.name in names and _node_ready(n)]
             if len(ready) == len(names):
                 log(f"  {len(names)} simulated node(s) Ready: {', '.join(names)}")
                 return
@@ -428,7 +412,7 @@ def _advertise_address() -> str | None:
     return None if ip.startswith("127.") else ip
 
 
-def _node_manifest(name: str) -> dict:
+def _node_manifest(name: str) -> Any:
     """A Node for kwok to play, shaped like kwokctl's ``kustomize/kwokctl/resource/node.yaml``."""
     return yaml.safe_load(f"""
 apiVersion: v1

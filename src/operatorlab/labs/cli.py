@@ -19,12 +19,11 @@ import textwrap
 
 from operatorlab.labs import registry, runner
 from operatorlab.labs.base import Check, LabNotStarted, LabUnavailable
+from operatorlab.terminal import color
 
 
 def _c(text: str, code: str) -> str:
-    from operatorlab.cli import _color  # one rule for colour: a tty and no NO_COLOR
-
-    return _color(text, code)
+    return color(text, code)
 
 
 def _lab(lab_id: str):
