@@ -1,4 +1,4 @@
-"""Issue 3's numbers: API requests of the hand-written controllers at 10, 100 and 1,000 Tenants.
+"""The cost of the hand-written controllers: requests of the hand-written controllers at 10, 100 and 1,000 Tenants.
 
 For each size, on a real cluster, with the Tenants created directly (no operator running):
 
@@ -33,7 +33,7 @@ from pathlib import Path
 SIZES = (10, 100, 1000)
 IDLE_SECONDS = 5.0
 PREFIX = "bench-ctl-"
-HEADING = "## Hand-written controllers: API requests (issue 3)"
+HEADING = "## Hand-written controllers: API requests"
 RESULTS = Path(__file__).parent / "results"
 
 Log = Callable[[str], None]

@@ -1,4 +1,4 @@
-"""The kopf NamespaceBaseline operator against the real cluster: issue 4's claims for it.
+"""The kopf NamespaceBaseline operator against the real cluster: what its README promises, proven.
 
 NamespaceBaselines and Namespaces are cluster-scoped, and the operator watches
 every namespace: the whole module is one xdist group, so that two of these

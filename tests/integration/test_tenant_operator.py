@@ -1,4 +1,4 @@
-"""The kopf Tenant operator against the real cluster: every claim of issue 2, section 5.
+"""The kopf Tenant operator against the real cluster: every promise of its README, proven.
 
 All tests here share one xdist group: two Tenant operators at once would both
 reconcile every (cluster-scoped) Tenant.

@@ -1,4 +1,4 @@
-"""The kopf Website operator against the real cluster: issue 4's claims for it.
+"""The kopf Website operator against the real cluster: what its README promises, proven.
 
 Each test runs its own operator confined to the test's namespace
 (``--namespace``), so tests in parallel never share one. Pods become Running and
