@@ -1,4 +1,4 @@
-"""The cost of the hand-written controllers: requests of the hand-written controllers at 10, 100 and 1,000 Tenants.
+"""API requests of the hand-written controllers at 10, 100 and 1,000 Tenants.
 
 For each size, on a real cluster, with the Tenants created directly (no operator running):
 
