@@ -341,7 +341,7 @@ class LocalCluster:
         extra = (self._state.advertise_address,) if self._state.advertise_address else ()
         pki.renew(self.pki, found, extra_ips=extra)
         log(f"re-issued {len(found)} certificates of cluster {self.name!r} that strict TLS clients "
-            f"(Python 3.13+) refuse ({pki.describe(found)}); etcd data and keys kept")
+            f"(Python 3.13+) refuse ({pki.describe(found)}); restarting what uses them, etcd data and all keys kept")
 
     def _ensure_nodes(self, *, log: Log, timeout: float) -> None:
         """Create the simulated Nodes kwok manages and wait until kwok reports them Ready."""
