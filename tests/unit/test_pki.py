@@ -174,7 +174,7 @@ def test_a_leaf_from_another_ca_is_outdated(tmp_path, made):
     mixed = pki.Pki(tmp_path / "mixed")
     shutil.copy(other.cert("admin"), mixed.cert("admin"))
     shutil.copy(other.key("admin"), mixed.key("admin"))
-    assert pki.outdated(mixed) == {"admin": "not signed by ca.crt, an Authority Key Identifier not of the CA's key"}
+    assert pki.outdated(mixed) == {"admin": "not signed by ca.crt, Authority Key Identifier not of the CA's key"}
 
 
 def test_create_starts_over_without_the_ca_key(tmp_path, made):

@@ -162,7 +162,8 @@ def outdated(pki: Pki) -> dict[str, str]:
         ca = None
     ca_key = serialization.load_pem_private_key(pki.key("ca").read_bytes(), password=None)
     found = {}
-    if ca_problems := _ca_problems(ca, ca_key.public_key()) if ca else ["unreadable"]:
+    ca_problems = _ca_problems(ca, ca_key.public_key()) if ca else ["unreadable"]
+    if ca_problems:
         found["ca"] = ", ".join(ca_problems)
     for stem in CERTIFICATES[1:]:
         if pki.cert(stem).is_file():
@@ -270,20 +271,9 @@ def _builder(subject: x509.Name, issuer: x509.Name, public_key, *, validity: dat
 
 
 def _ca_problems(ca: x509.Certificate, ca_public_key) -> list[str]:
-    problems = _common_problems(ca)
+    problems = _basic_problems(ca, is_ca=True)
     if _spki(ca.public_key()) != _spki(ca_public_key):
         problems.append("does not match ca.key")
-    constraints = _extension(ca, x509.BasicConstraints)
-    if not (constraints and constraints.critical and constraints.value.ca):
-        problems.append("no critical BasicConstraints CA:TRUE")
-    usage = _extension(ca, x509.KeyUsage)
-    if not (usage and usage.critical and usage.value.key_cert_sign):
-        problems.append("no critical KeyUsage keyCertSign")
-    ski = _extension(ca, x509.SubjectKeyIdentifier)
-    if ski is None:
-        problems.append("no Subject Key Identifier")
-    elif ski.value.digest != _ski(ca.public_key()).digest:
-        problems.append("a Subject Key Identifier not of its key")
     return problems
 
 
@@ -292,32 +282,40 @@ def _leaf_problems(path: Path, ca: x509.Certificate) -> list[str]:
         cert = x509.load_pem_x509_certificate(path.read_bytes())
     except ValueError:
         return ["unreadable"]
-    problems = _common_problems(cert)
+    problems = _basic_problems(cert, is_ca=False)
     try:
         cert.verify_directly_issued_by(ca)
     except (ValueError, TypeError, InvalidSignature):
         problems.append("not signed by ca.crt")
-    constraints = _extension(cert, x509.BasicConstraints)
-    if not (constraints and constraints.critical and not constraints.value.ca):
-        problems.append("no critical BasicConstraints CA:FALSE")
-    usage = _extension(cert, x509.KeyUsage)
-    if not (usage and usage.critical and usage.value.digital_signature):
-        problems.append("no critical KeyUsage digitalSignature")
     if _extension(cert, x509.ExtendedKeyUsage) is None:
         problems.append("no ExtendedKeyUsage")
-    if _extension(cert, x509.SubjectKeyIdentifier) is None:
-        problems.append("no Subject Key Identifier")
     aki = _extension(cert, x509.AuthorityKeyIdentifier)
-    if aki is None:
-        problems.append("no Authority Key Identifier")
-    elif aki.value.key_identifier != _ski(ca.public_key()).digest:
-        problems.append("an Authority Key Identifier not of the CA's key")
+    problems += _identifier_problems("Authority Key Identifier", aki and aki.value.key_identifier,
+                                     _ski(ca.public_key()).digest, "the CA's key")
     return problems
 
 
-def _common_problems(cert: x509.Certificate) -> list[str]:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return ["expired"] if cert.not_valid_after_utc <= now else []
+def _basic_problems(cert: x509.Certificate, *, is_ca: bool) -> list[str]:
+    """What a CA and a leaf must both get right: validity, BasicConstraints, KeyUsage, Subject Key Identifier."""
+    problems = ["expired"] if cert.not_valid_after_utc <= datetime.datetime.now(datetime.timezone.utc) else []
+    constraints = _extension(cert, x509.BasicConstraints)
+    if not (constraints and constraints.critical and constraints.value.ca == is_ca):
+        problems.append(f"no critical BasicConstraints CA:{'TRUE' if is_ca else 'FALSE'}")
+    usage = _extension(cert, x509.KeyUsage)
+    needed = "keyCertSign" if is_ca else "digitalSignature"
+    if not (usage and usage.critical and (usage.value.key_cert_sign if is_ca else usage.value.digital_signature)):
+        problems.append(f"no critical KeyUsage {needed}")
+    ski = _extension(cert, x509.SubjectKeyIdentifier)
+    problems += _identifier_problems("Subject Key Identifier", ski and ski.value.digest,
+                                     _ski(cert.public_key()).digest, "its key")
+    return problems
+
+
+def _identifier_problems(name: str, found: bytes | None, expected: bytes, whose: str) -> list[str]:
+    """A key identifier must be there (strict verifiers) and name the right key (chain building)."""
+    if found is None:
+        return [f"no {name}"]
+    return [] if found == expected else [f"{name} not of {whose}"]
 
 
 def _extension(cert: x509.Certificate, kind: type) -> x509.Extension | None:
