@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import ssl
 import urllib.request
 from pathlib import Path
@@ -72,13 +71,6 @@ def _leaves_in_use(kubeconfig: Path, scratch: Path) -> dict[str, Path]:
 
 
 # -- the session's cluster --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kubeconfig() -> Path:
-    if not os.environ.get("KUBECONFIG"):
-        pytest.fail("no cluster: KUBECONFIG is unset (the root conftest.py starts one)")
-    return Path(os.environ["KUBECONFIG"])
 
 
 def test_a_strict_python_client_with_the_kubeconfigs_certificate_reaches_the_api(kubeconfig, tmp_path):

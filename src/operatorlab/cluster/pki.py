@@ -9,10 +9,11 @@ the in-cluster names of the ``kubernetes`` Service. Service-account tokens are
 signed with a separate RSA key.
 
 Every certificate carries the extensions a strict X.509 verifier demands, as
-kubeadm's do: OpenSSL's ``X509_V_FLAG_X509_STRICT`` -- on by default in
+kubeadm's do: OpenSSL 3's ``X509_V_FLAG_X509_STRICT`` -- on by default in
 ``ssl.create_default_context()`` since Python 3.13, and ``openssl verify
--x509_strict`` -- refuses a CA without a Subject Key Identifier and a certificate
-without an Authority Key Identifier, where Go (kubectl, client-go) accepts both.
+-x509_strict`` -- refuses a CA without a Subject Key Identifier ("Missing Subject
+Key Identifier") and a certificate it signed without an Authority Key Identifier
+("Missing Authority Key Identifier"), where Go (kubectl, client-go) accepts both.
 
 - CA: BasicConstraints ``CA:TRUE`` and KeyUsage ``digitalSignature,
   keyEncipherment, keyCertSign`` (both critical), Subject Key Identifier
