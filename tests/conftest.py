@@ -5,18 +5,25 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def api_client():
+def kubeconfig() -> Path:
+    """The session cluster's kubeconfig (``$KUBECONFIG``, exported by the root conftest.py)."""
+    if not os.environ.get("KUBECONFIG"):
+        pytest.fail("no cluster: KUBECONFIG is unset (the root conftest.py starts one; unit tests need none)")
+    return Path(os.environ["KUBECONFIG"])
+
+
+@pytest.fixture(scope="session")
+def api_client(kubeconfig):
     """A ``kubernetes.client.ApiClient`` for the session's cluster (admin identity)."""
     from kubernetes import config
 
-    if not os.environ.get("KUBECONFIG"):
-        pytest.fail("no cluster: KUBECONFIG is unset (the root conftest.py starts one; unit tests need none)")
-    return config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
+    return config.new_client_from_config(config_file=str(kubeconfig))
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
+import shutil
+import ssl
 
 import pytest
 import yaml
@@ -10,6 +13,10 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from operatorlab.cluster import kubeconfig, pki
+from tests.old_pki import issue_old_style
+from tests.strict_tls import handshake, openssl_verify, strict_context
+
+LEAVES = pki.CERTIFICATES[1:]
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +30,7 @@ def _load(p: pki.Pki, stem: str) -> x509.Certificate:
 
 def test_every_leaf_is_signed_by_the_ca(made):
     ca = _load(made, "ca")
-    for stem in ("apiserver", *pki.CLIENTS):
+    for stem in LEAVES:
         cert = _load(made, stem)
         cert.verify_directly_issued_by(ca)  # raises if the signature or issuer is wrong
 
@@ -53,9 +60,131 @@ def test_private_keys_are_not_world_readable(made):
 
 
 def test_create_reuses_a_complete_pki(made):
-    before = made.cert("ca").read_bytes()
+    before = {p.name: p.read_bytes() for p in made.dir.iterdir()}
     pki.create(made.dir)
-    assert made.cert("ca").read_bytes() == before
+    assert {p.name: p.read_bytes() for p in made.dir.iterdir()} == before
+
+
+# -- the extensions strict verifiers demand (kubeadm's set) ------------------------------
+
+
+def _extension(cert: x509.Certificate, kind: type) -> x509.Extension:
+    return cert.extensions.get_extension_for_class(kind)
+
+
+def test_ca_is_a_critical_ca_with_kubeadms_key_usages_and_a_subject_key_identifier(made):
+    ca = _load(made, "ca")
+    constraints = _extension(ca, x509.BasicConstraints)
+    assert constraints.critical and constraints.value.ca
+    usage = _extension(ca, x509.KeyUsage)
+    assert usage.critical
+    assert (usage.value.digital_signature, usage.value.key_encipherment, usage.value.key_cert_sign) == (True, True, True)
+    ski = _extension(ca, x509.SubjectKeyIdentifier).value
+    assert ski.digest == x509.SubjectKeyIdentifier.from_public_key(ca.public_key()).digest
+
+
+@pytest.mark.parametrize("stem", LEAVES)
+def test_leaf_names_the_cas_key_and_its_own(made, stem):
+    ca, cert = _load(made, "ca"), _load(made, stem)
+    constraints = _extension(cert, x509.BasicConstraints)
+    assert constraints.critical and not constraints.value.ca
+    usage = _extension(cert, x509.KeyUsage)
+    assert usage.critical
+    assert (usage.value.digital_signature, usage.value.key_encipherment, usage.value.key_cert_sign) == (True, True, False)
+    wanted = ExtendedKeyUsageOID.SERVER_AUTH if stem == "apiserver" else ExtendedKeyUsageOID.CLIENT_AUTH
+    assert list(_extension(cert, x509.ExtendedKeyUsage).value) == [wanted]
+    assert _extension(cert, x509.SubjectKeyIdentifier).value.digest == \
+        x509.SubjectKeyIdentifier.from_public_key(cert.public_key()).digest
+    aki = _extension(cert, x509.AuthorityKeyIdentifier).value
+    assert aki.key_identifier == _extension(ca, x509.SubjectKeyIdentifier).value.digest
+
+
+@pytest.mark.parametrize("stem", LEAVES)
+def test_openssl_strict_verify_accepts_every_leaf(made, stem):
+    result = openssl_verify(made.ca, made.cert(stem))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_python_strict_tls_handshake_succeeds_with_client_certificate(made):
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(str(made.cert("apiserver")), str(made.key("apiserver")))
+    server.load_verify_locations(str(made.ca))
+    server.verify_mode = ssl.CERT_REQUIRED
+    server.verify_flags |= ssl.VERIFY_X509_STRICT
+    handshake(server, strict_context(made.ca, made.cert("admin"), made.key("admin")), "localhost")
+
+
+# -- certificates from the older issuer --------------------------------------------------
+
+
+@pytest.fixture
+def old(tmp_path, made) -> pki.Pki:
+    """A copy of ``made`` re-signed the old way: what a cluster made before strict TLS has."""
+    shutil.copytree(made.dir, tmp_path / "pki")
+    copy = pki.Pki(tmp_path / "pki")
+    issue_old_style(copy)
+    return copy
+
+
+def test_strict_checks_refuse_old_style_certificates(old):
+    """The strict checks above can fail: they do for what the older issuer made."""
+    result = openssl_verify(old.ca, old.cert("apiserver"))
+    assert result.returncode != 0
+    assert "Missing" in result.stdout + result.stderr  # "Missing Authority/Subject Key Identifier"
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(str(old.cert("apiserver")), str(old.key("apiserver")))
+    with pytest.raises(ssl.SSLCertVerificationError, match="Key Identifier"):
+        handshake(server, strict_context(old.ca), "localhost")
+    # Without the strict flag (Python 3.11/3.12's default) the same handshake passes.
+    lenient = ssl.create_default_context(cafile=str(old.ca))
+    lenient.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    handshake(server, lenient, "localhost")
+
+
+def test_outdated_names_each_old_style_certificate_and_why(made, old):
+    assert pki.outdated(made) == {}
+    found = pki.outdated(old)
+    assert list(found) == list(pki.CERTIFICATES)
+    assert found["ca"] == "no Subject Key Identifier"
+    assert found["admin"] == ("no critical KeyUsage digitalSignature, no Subject Key Identifier, "
+                              "no Authority Key Identifier")
+    assert pki.describe(found).startswith("ca.crt: no Subject Key Identifier; apiserver.crt, admin.crt, ")
+
+
+def test_renew_reissues_with_the_same_keys_and_sans(old):
+    keys = {p.name: p.read_bytes() for p in [*old.dir.glob("*.key"), old.sa_pub]}
+    pki.renew(old, pki.outdated(old), extra_ips=("192.0.2.7",))
+    assert pki.outdated(old) == {}
+    assert {p.name: p.read_bytes() for p in [*old.dir.glob("*.key"), old.sa_pub]} == keys
+    sans = _extension(_load(old, "apiserver"), x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("192.0.2.7") in sans.get_values_for_type(x509.IPAddress)
+    for stem in LEAVES:
+        assert openssl_verify(old.ca, old.cert(stem)).returncode == 0
+
+
+def test_expired_certificates_are_outdated(old):
+    past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+    issue_old_style(old, not_after=past)
+    assert all(problem.startswith("expired") for problem in pki.outdated(old).values())
+
+
+def test_a_leaf_from_another_ca_is_outdated(tmp_path, made):
+    other = pki.create(tmp_path / "other")
+    shutil.copytree(made.dir, tmp_path / "mixed")
+    mixed = pki.Pki(tmp_path / "mixed")
+    shutil.copy(other.cert("admin"), mixed.cert("admin"))
+    shutil.copy(other.key("admin"), mixed.key("admin"))
+    assert pki.outdated(mixed) == {"admin": "not signed by ca.crt, Authority Key Identifier not of the CA's key"}
+
+
+def test_create_starts_over_without_the_ca_key(tmp_path, made):
+    shutil.copytree(made.dir, tmp_path / "pki")
+    copy = pki.Pki(tmp_path / "pki")
+    copy.key("ca").unlink()
+    pki.create(copy.dir)
+    assert _load(copy, "ca") != _load(made, "ca")
+    assert pki.outdated(copy) == {}
+    assert copy.sa_key.read_bytes() == made.sa_key.read_bytes()  # tokens are signed with their own key
 
 
 def test_kubeconfig_points_at_files_and_server(tmp_path, made):

@@ -90,6 +90,7 @@ class LocalCluster:
                 (the message includes the tail of its log and the log's path).
         """
         started = time.monotonic()
+        self._renew_outdated_certificates(log=log)
         if self.is_up():
             log(f"cluster {self.name!r} is already up: {self.server}")
             return self
@@ -304,6 +305,26 @@ class LocalCluster:
             f"Full log: {log}\n"
             f"To start from scratch: operatorlab cluster down --purge && operatorlab cluster up"
         )
+
+    def _renew_outdated_certificates(self, *, log: Log) -> None:
+        """Re-issue certificates an older release made, which strict TLS clients refuse.
+
+        Python 3.13+ verifies strictly by default, so a learner's cluster from before
+        would lock it out. Every component that presents or checks a certificate is
+        stopped first and started again by :meth:`up`; etcd talks plain HTTP on
+        loopback, so it keeps running and its data is never touched. The keys stay
+        (see :func:`pki.renew`): ServiceAccount tokens and the CA stay valid.
+        """
+        found = pki.outdated(self.pki)
+        if not found:
+            return
+        for component in reversed(COMPONENTS[1:]):
+            process.stop(self._state.pids.pop(component, None), self._binary(component))
+        self._save_state()
+        extra = (self._state.advertise_address,) if self._state.advertise_address else ()
+        pki.renew(self.pki, found, extra_ips=extra)
+        log(f"re-issued {len(found)} certificates of cluster {self.name!r} that strict TLS clients "
+            f"(Python 3.13+) refuse ({pki.describe(found)}); restarting what uses them, etcd data and all keys kept")
 
     def _ensure_nodes(self, *, log: Log, timeout: float) -> None:
         """Create the simulated Nodes kwok manages and wait until kwok reports them Ready."""

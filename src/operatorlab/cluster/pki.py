@@ -8,25 +8,49 @@ name. The apiserver's serving certificate covers ``localhost``, ``127.0.0.1`` an
 the in-cluster names of the ``kubernetes`` Service. Service-account tokens are
 signed with a separate RSA key.
 
+Every certificate carries the extensions a strict X.509 verifier demands, as
+kubeadm's do: OpenSSL 3's ``X509_V_FLAG_X509_STRICT`` -- on by default in
+``ssl.create_default_context()`` since Python 3.13, and ``openssl verify
+-x509_strict`` -- refuses a CA without a Subject Key Identifier ("Missing Subject
+Key Identifier") and a certificate it signed without an Authority Key Identifier
+("Missing Authority Key Identifier"), where Go (kubectl, client-go) accepts both.
+
+- CA: BasicConstraints ``CA:TRUE`` and KeyUsage ``digitalSignature,
+  keyEncipherment, keyCertSign`` (both critical), Subject Key Identifier
+  (client-go ``certutil.NewSelfSignedCACert``; Go derives the SKI from the key).
+- Leaves: BasicConstraints ``CA:FALSE`` and KeyUsage ``digitalSignature,
+  keyEncipherment`` (both critical), ExtendedKeyUsage ``serverAuth`` or
+  ``clientAuth``, an Authority Key Identifier naming the CA's SKI (kubeadm
+  ``pkiutil.NewSignedCert``, where Go copies it from the parent), and a Subject
+  Key Identifier, which Go leaves out but RFC 5280 section 4.2.1.2 recommends.
+
 Layout written by :func:`create` (PEM files)::
 
     ca.crt ca.key  apiserver.crt apiserver.key  admin.crt admin.key
     kube-controller-manager.crt/.key  kube-scheduler.crt/.key  kwok.crt/.key
     sa.key sa.pub
 
+A cluster made before these extensions has certificates strict clients refuse:
+:func:`outdated` finds them and :func:`renew` re-issues them with the same keys,
+so the CA key (and whatever trusts it) and the ServiceAccount key (and every
+token it signed) stay valid.
+
 Sources: envtest's control plane (controller-runtime
-``pkg/internal/testing/controlplane/auth.go``) and kubeadm's certificate list
-(https://kubernetes.io/docs/setup/best-practices/certificates/).
+``pkg/internal/testing/controlplane/auth.go``), kubeadm's certificate list
+(https://kubernetes.io/docs/setup/best-practices/certificates/) and its
+``cmd/kubeadm/app/util/pkiutil/pki_helpers.go``.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -40,7 +64,11 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "kwok": ("kwok-controller", ("system:masters",)),
 }
 
+#: Every certificate's file stem, the CA first.
+CERTIFICATES: tuple[str, ...] = ("ca", "apiserver", *CLIENTS)
+
 _VALIDITY = datetime.timedelta(days=365)
+_CA_NAME = "operatorlab-ca"
 
 
 @dataclass(frozen=True)
@@ -67,12 +95,24 @@ class Pki:
     def sa_pub(self) -> Path:
         return self.dir / "sa.pub"
 
-    def exists(self) -> bool:
-        return self.sa_pub.is_file() and all(self.key(s).is_file() for s in ("ca", "apiserver", *CLIENTS))
+
+@dataclass(frozen=True)
+class _Leaf:
+    """What one leaf certificate asserts: who (subject), for what (usage), where (SANs)."""
+
+    subject: x509.Name
+    usage: x509.ObjectIdentifier
+    sans: tuple[x509.GeneralName, ...] = ()
 
 
 def create(directory: Path, *, extra_ips: tuple[str, ...] = ()) -> Pki:
-    """Create (or reuse, if complete) the PKI under ``directory``.
+    """Create the PKI under ``directory``, or complete it: only what is missing is made.
+
+    A key is generated only when its file is missing, so an existing CA key (and
+    with it every certificate it signed) and ServiceAccount key (and every token
+    it signed) survive; a certificate is issued whenever its file is missing. If
+    the CA key itself is missing, every certificate is issued anew, since none
+    of the existing ones could be verified any more.
 
     Args:
         directory: where to write the PEM files; created if missing, mode 0700.
@@ -82,58 +122,131 @@ def create(directory: Path, *, extra_ips: tuple[str, ...] = ()) -> Pki:
         The :class:`Pki` describing the files.
     """
     pki = Pki(directory)
-    if pki.exists():
-        return pki
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o700)
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("operatorlab-ca")
-    ca_cert = (
-        _builder(ca_name, ca_name, ca_key.public_key(), validity=10 * _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
+    if not pki.key("ca").is_file():
+        for stem in CERTIFICATES:
+            pki.cert(stem).unlink(missing_ok=True)
+    ca_key = _ec_key(pki.key("ca"))
+    if not pki.ca.is_file():
+        _write_cert(pki.ca, _ca_certificate(ca_key))
+    ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    for stem, leaf in _leaves(extra_ips).items():
+        if not pki.cert(stem).is_file():
+            key = _ec_key(pki.key(stem))
+            _write_cert(pki.cert(stem), _leaf_certificate(leaf, key.public_key(), ca, ca_key))
+    if not pki.sa_key.is_file():
+        _write_key(pki.sa_key, rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    if not pki.sa_pub.is_file():
+        sa = serialization.load_pem_private_key(pki.sa_key.read_bytes(), password=None)
+        pki.sa_pub.write_bytes(
+            sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         )
-        .sign(ca_key, hashes.SHA256())
-    )
-    _write(pki, "ca", ca_cert, ca_key)
-
-    def leaf(stem: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]) -> None:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            _builder(subject, ca_name, key.public_key(), validity=_VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        _write(pki, stem, builder.sign(ca_key, hashes.SHA256()), key)
-
-    ips = ["127.0.0.1", "10.0.0.1", *extra_ips]
-    leaf(
-        "apiserver",
-        _name("kube-apiserver"),
-        ExtendedKeyUsageOID.SERVER_AUTH,
-        [x509.DNSName(n) for n in ("localhost", "kubernetes", "kubernetes.default",
-                                    "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")]
-        + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips)],
-    )
-    for stem, (user, groups) in CLIENTS.items():
-        leaf(stem, _name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH, [])
-
-    sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pki.sa_key.write_bytes(_pem_key(sa))
-    pki.sa_key.chmod(0o600)
-    pki.sa_pub.write_bytes(
-        sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
     return pki
+
+
+def outdated(pki: Pki) -> dict[str, str]:
+    """Certificates a strict verifier would refuse, or that no longer chain to the CA.
+
+    Missing files are not reported (:func:`create` makes them). A CA that needs
+    re-issuing takes every leaf with it, since they came from the same issuer.
+
+    Returns:
+        File stem -> what is wrong with it (e.g. ``"no Subject Key Identifier"``),
+        in :data:`CERTIFICATES` order; empty when every certificate is current.
+    """
+    if not (pki.ca.is_file() and pki.key("ca").is_file()):
+        return {}
+    try:
+        ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    except ValueError:
+        ca = None
+    ca_key = serialization.load_pem_private_key(pki.key("ca").read_bytes(), password=None)
+    found = {}
+    ca_problems = _ca_problems(ca, ca_key.public_key()) if ca else ["unreadable"]
+    if ca_problems:
+        found["ca"] = ", ".join(ca_problems)
+    for stem in CERTIFICATES[1:]:
+        if pki.cert(stem).is_file():
+            problems = _leaf_problems(pki.cert(stem), ca) if ca else []
+            if problems or "ca" in found:
+                found[stem] = ", ".join(problems) or "issued by the outdated CA"
+    return found
+
+
+def renew(pki: Pki, stems: Iterable[str], *, extra_ips: tuple[str, ...] = ()) -> None:
+    """Re-issue the certificates ``stems`` (from :func:`outdated`) with their existing keys.
+
+    Only certificate files are replaced; every key, the ServiceAccount key included,
+    is kept. Stop whatever serves or presents these certificates first.
+    """
+    for stem in stems:
+        pki.cert(stem).unlink(missing_ok=True)
+    create(pki.dir, extra_ips=extra_ips)
+
+
+def describe(found: dict[str, str]) -> str:
+    """One line for :func:`outdated`'s result: files with the same problems grouped together."""
+    by_problem: dict[str, list[str]] = {}
+    for stem, problem in found.items():
+        by_problem.setdefault(problem, []).append(f"{stem}.crt")
+    return "; ".join(f"{', '.join(files)}: {problem}" for problem, files in by_problem.items())
+
+
+# -- issuing ---------------------------------------------------------------------------
+
+
+def _leaves(extra_ips: tuple[str, ...]) -> dict[str, _Leaf]:
+    ips = ["127.0.0.1", "10.0.0.1", *extra_ips]
+    dns = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+           "kubernetes.default.svc.cluster.local")
+    apiserver = _Leaf(
+        _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH,
+        (*(x509.DNSName(n) for n in dns), *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips))),
+    )
+    clients = {stem: _Leaf(_name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH) for stem, (user, groups) in CLIENTS.items()}
+    return {"apiserver": apiserver, **clients}
+
+
+def _ca_certificate(key: ec.EllipticCurvePrivateKey) -> x509.Certificate:
+    name = _name(_CA_NAME)
+    return (
+        _builder(name, name, key.public_key(), validity=10 * _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(_ski(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+
+
+def _leaf_certificate(leaf: _Leaf, public_key, ca: x509.Certificate, ca_key) -> x509.Certificate:
+    builder = (
+        _builder(leaf.subject, ca.subject, public_key, validity=_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([leaf.usage]), critical=False)
+        .add_extension(_ski(public_key), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(_ski(ca.public_key())), critical=False
+        )
+    )
+    if leaf.sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(leaf.sans)), critical=False)
+    return builder.sign(ca_key, hashes.SHA256())
+
+
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    # kubeadm's set for every certificate, plus keyCertSign for a CA.
+    return x509.KeyUsage(
+        digital_signature=True, key_encipherment=True, key_cert_sign=cert_sign,
+        content_commitment=False, data_encipherment=False, key_agreement=False, crl_sign=False,
+        encipher_only=False, decipher_only=False,
+    )
+
+
+def _ski(public_key) -> x509.SubjectKeyIdentifier:
+    # RFC 5280 method 1 (SHA-1 of the public key), as Go computes it for a CA.
+    return x509.SubjectKeyIdentifier.from_public_key(public_key)
 
 
 def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
@@ -155,13 +268,86 @@ def _builder(subject: x509.Name, issuer: x509.Name, public_key, *, validity: dat
     )
 
 
-def _pem_key(key) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+# -- checking ----------------------------------------------------------------------------
+
+
+def _ca_problems(ca: x509.Certificate, ca_public_key) -> list[str]:
+    problems = _basic_problems(ca, is_ca=True)
+    if _spki(ca.public_key()) != _spki(ca_public_key):
+        problems.append("does not match ca.key")
+    return problems
+
+
+def _leaf_problems(path: Path, ca: x509.Certificate) -> list[str]:
+    try:
+        cert = x509.load_pem_x509_certificate(path.read_bytes())
+    except ValueError:
+        return ["unreadable"]
+    problems = _basic_problems(cert, is_ca=False)
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        problems.append("not signed by ca.crt")
+    if _extension(cert, x509.ExtendedKeyUsage) is None:
+        problems.append("no ExtendedKeyUsage")
+    aki = _extension(cert, x509.AuthorityKeyIdentifier)
+    problems += _identifier_problems("Authority Key Identifier", aki and aki.value.key_identifier,
+                                     _ski(ca.public_key()).digest, "the CA's key")
+    return problems
+
+
+def _basic_problems(cert: x509.Certificate, *, is_ca: bool) -> list[str]:
+    """What a CA and a leaf must both get right: validity, BasicConstraints, KeyUsage, Subject Key Identifier."""
+    problems = ["expired"] if cert.not_valid_after_utc <= datetime.datetime.now(datetime.timezone.utc) else []
+    constraints = _extension(cert, x509.BasicConstraints)
+    if not (constraints and constraints.critical and constraints.value.ca == is_ca):
+        problems.append(f"no critical BasicConstraints CA:{'TRUE' if is_ca else 'FALSE'}")
+    usage = _extension(cert, x509.KeyUsage)
+    needed = "keyCertSign" if is_ca else "digitalSignature"
+    if not (usage and usage.critical and (usage.value.key_cert_sign if is_ca else usage.value.digital_signature)):
+        problems.append(f"no critical KeyUsage {needed}")
+    ski = _extension(cert, x509.SubjectKeyIdentifier)
+    problems += _identifier_problems("Subject Key Identifier", ski and ski.value.digest,
+                                     _ski(cert.public_key()).digest, "its key")
+    return problems
+
+
+def _identifier_problems(name: str, found: bytes | None, expected: bytes, whose: str) -> list[str]:
+    """A key identifier must be there (strict verifiers) and name the right key (chain building)."""
+    if found is None:
+        return [f"no {name}"]
+    return [] if found == expected else [f"{name} not of {whose}"]
+
+
+def _extension(cert: x509.Certificate, kind: type) -> x509.Extension | None:
+    try:
+        return cert.extensions.get_extension_for_class(kind)
+    except x509.ExtensionNotFound:
+        return None
+
+
+def _spki(public_key) -> bytes:
+    return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def _ec_key(path: Path) -> ec.EllipticCurvePrivateKey:
+    """The key in ``path``, or a new P-256 key written there if there is none."""
+    if path.is_file():
+        return serialization.load_pem_private_key(path.read_bytes(), password=None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    _write_key(path, key)
+    return key
+
+
+def _write_key(path: Path, key) -> None:
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
+    path.chmod(0o600)
 
 
-def _write(pki: Pki, stem: str, cert: x509.Certificate, key) -> None:
-    pki.cert(stem).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pki.key(stem).write_bytes(_pem_key(key))
-    pki.key(stem).chmod(0o600)
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
