@@ -109,7 +109,7 @@ class RecordingSink:
 
 def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stream(api_client, tenant_set) -> None:
     sink, events = RecordingSink(), []
-    reflector = Reflector(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch after 8 s
+    reflector = Reflector.for_resource(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch after 8 s
     reflector.on_event(events.append)
     reflector.start()
     try:
@@ -141,12 +141,12 @@ def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stre
 
 
 def resume_and_relist(controller, tenant_set, names: list[str], events: list[WatchEvent]) -> None:
-    """Shared by list-watch and informer: a dropped stream resumes, a 410 relists."""
+    """Shared by list-watch and informer: a dropped stream resumes, a 410 backs off, then relists."""
     reflector = controller.reflector
 
     # 1. A dropped connection: re-watch from the last resourceVersion, no relist.
     lists, watches = reflector.lists, reflector.watches
-    assert controller._drop_stream()
+    assert reflector.break_watch()
     eventually(lambda: reflector.watches > watches, message="re-watched after the drop")
     assert reflector.lists == lists
     dropped = next(e for e in events if e.type == "DROPPED")
@@ -169,7 +169,7 @@ def resume_and_relist(controller, tenant_set, names: list[str], events: list[Wat
     assert reflector.lists == lists  # no relist needed
     assert controller.stats().writes == writes  # replayed event, converged state: nothing written
 
-    # 3. A resourceVersion the server no longer keeps: 410 Gone, then a relist.
+    # 3. A resourceVersion the server no longer keeps: 410 Gone, a backoff, then a relist.
     mark = len(events)
     reflector.rewatch_from("1")
     eventually(lambda: reflector.lists == lists + 1, message="relisted after 410")
@@ -179,7 +179,9 @@ def resume_and_relist(controller, tenant_set, names: list[str], events: list[Wat
     # The watch re-opens just after the relist: wait for its marker rather than race it.
     after = eventually(lambda: "WATCH" in [e.type for e in events[start:]] and [e.type for e in events[start:]],
                        message="a new watch after the relist")
-    assert after[:2] == ["ERROR", "LIST"]
+    assert after[:3] == ["ERROR", "BACKOFF", "LIST"]
+    relisted = events[start + 2]
+    assert relisted.time - gone[0].time >= 0.8 * 0.95  # client-go's first backoff step: 800 ms or more
     assert controller.stats().relists >= 1
     # and it still works: a change after the relist converges
     tenant_set.set_cpu(names[2], "4")
@@ -282,6 +284,7 @@ def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenant_
     with controller:
         tenant_set.create(name, "1")
         eventually(lambda: controller.informer.get(name) is not None, message="tenant in the cache")
+        assert controller.informer.wait_for_handlers(10)
         controller.drain()
         tenant_set.wait_converged([name], "1")
 
@@ -289,6 +292,7 @@ def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenant_
         for cpu in ("2", "3", "4", "5", "6"):
             tenant_set.set_cpu(name, cpu)
         eventually(lambda: controller.informer.get(name)["spec"]["cpuQuota"] == "6", message="cache has the last update")
+        assert controller.informer.wait_for_handlers(10)  # the handlers run on their own thread
         queue = controller.queue_metrics()
         assert queue.adds - queue_before.adds == 1  # five updates, one queued key ...
         assert queue.deduplicated - queue_before.deduplicated == 4  # ... four adds absorbed
