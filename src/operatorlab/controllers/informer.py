@@ -234,9 +234,9 @@ class Informer:
                 else:
                     self._notify_update(previous, obj)
             new_keys = {meta_namespace_key(obj) for obj in objects}
-            for key, obj in old.items():
+            for key, gone in old.items():
                 if key not in new_keys:
-                    self._notify_delete(DeletedFinalStateUnknown(key, obj))
+                    self._notify_delete(DeletedFinalStateUnknown(key, gone))
 
     def apply(self, event: WatchEvent) -> None:
         """One watch event: update the store, then the handlers (BOOKMARKs change nothing).
