@@ -12,14 +12,15 @@ import kopf
 import pytest
 from kubernetes import client
 
-from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.informer import InformerController
 from operatorlab.controllers.listwatch import TENANTS, ListWatchController, Reflector, WatchEvent
 from operatorlab.controllers.metrics import ApiRequest, read_apiserver_requests
 from operatorlab.controllers.polling import PollingController
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.workqueue import ItemExponentialFailureRateLimiter
 from operatorlab.operators import load_module
 from operatorlab.wait import eventually
+from tests.unit.scripted import RecordingSink
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
 
@@ -91,20 +92,6 @@ def test_polling_thread_converges_updates_and_sweeps_deleted_tenants(api_client,
 
 
 # -- list + watch -------------------------------------------------------------------------
-
-
-class RecordingSink:
-    """A reflector sink that only remembers what it was given."""
-
-    def __init__(self) -> None:
-        self.lists: list[tuple[int, str]] = []
-        self.applied: list[WatchEvent] = []
-
-    def replace(self, objects, resource_version) -> None:
-        self.lists.append((len(objects), resource_version))
-
-    def apply(self, event) -> None:
-        self.applied.append(event)
 
 
 def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stream(api_client, tenant_set) -> None:

@@ -21,22 +21,11 @@ from kubernetes import client, config
 from operatorlab.controllers.listwatch import TENANTS, Reflector, WatchEvent
 from operatorlab.labs.proxy import FaultProxy
 from operatorlab.wait import eventually
+from tests.unit.scripted import RecordingSink
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
 
 WATCH_PATH = r"/apis/hedronite\.io/v1/tenants$"
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.lists: list[tuple[int, str]] = []
-        self.applied: list[WatchEvent] = []
-
-    def replace(self, objects, resource_version) -> None:
-        self.lists.append((len(objects), resource_version))
-
-    def apply(self, event) -> None:
-        self.applied.append(event)
 
 
 @pytest.fixture
@@ -76,7 +65,7 @@ def test_a_small_page_size_lists_in_pages_and_resource_version_0_ignores_the_lim
     assert len(first["items"]) == 2 and first["metadata"]["continue"]
 
     timeline: list[WatchEvent] = []
-    sink = Sink()
+    sink = RecordingSink()
     reflector = Reflector.for_resource(api_client, TENANTS, sink, page_size=2, first_list_resource_version="",
                                        watch_timeout=60)
     reflector.on_event(timeline.append)
@@ -86,15 +75,15 @@ def test_a_small_page_size_lists_in_pages_and_resource_version_0_ignores_the_lim
     finally:
         reflector.stop()
     listed, resource_version = sink.lists[0]
-    assert listed >= 5 and resource_version
-    assert reflector.list_requests == (listed + 1) // 2 >= 3  # pages of 2: ceil(n / 2) requests
+    assert set(listed) >= set(names) and resource_version
+    assert reflector.list_requests == (len(listed) + 1) // 2 >= 3  # pages of 2: ceil(n / 2) requests
     assert f"in {reflector.list_requests} page(s)" in timeline[0].detail
 
 
 def test_429_on_the_watch_backs_off_and_rewatches_from_the_same_version(proxy, tenant_set) -> None:
     tenant_set.create(tenant_set.name("rv"), "1")
     timeline: list[WatchEvent] = []
-    sink = Sink()
+    sink = RecordingSink()
     reflector = Reflector.for_resource(through(proxy), TENANTS, sink, watch_timeout=60)
     reflector.on_event(timeline.append)
     reflector.start()
@@ -121,7 +110,7 @@ def test_429_on_the_watch_backs_off_and_rewatches_from_the_same_version(proxy, t
 
 def test_a_proxy_that_cuts_every_watch_at_once_causes_no_hot_loop(proxy, tenant_set) -> None:
     tenant_set.create(tenant_set.name("cut"), "1")
-    reflector = Reflector.for_resource(through(proxy), TENANTS, Sink(), watch_timeout=60)
+    reflector = Reflector.for_resource(through(proxy), TENANTS, RecordingSink(), watch_timeout=60)
     reflector.start()
     try:
         assert reflector.wait_for_sync(30)

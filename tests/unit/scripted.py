@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from operatorlab.controllers.backoff import Backoff, BackoffManager
-from operatorlab.controllers.listwatch import StreamBroken
+from operatorlab.controllers.listwatch import StreamBroken, WatchEvent
 from operatorlab.controllers.reflector_policy import Failure, RequestFailed
 
 _END, _BREAK = object(), object()
@@ -126,6 +126,20 @@ class ScriptedListWatch:
             raise RequestFailed(answer)
         self.streams.append(answer)
         return answer
+
+
+class RecordingSink:
+    """A reflector sink that only remembers what it was given: each list's names and resourceVersion, each event."""
+
+    def __init__(self) -> None:
+        self.lists: list[tuple[list[str], str]] = []
+        self.applied: list[WatchEvent] = []
+
+    def replace(self, objects: list[dict[str, Any]], resource_version: str) -> None:
+        self.lists.append(([o["metadata"]["name"] for o in objects], resource_version))
+
+    def apply(self, event: WatchEvent) -> None:
+        self.applied.append(event)
 
 
 class RecordingBackoff(BackoffManager):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 
-from operatorlab.controllers.informer import DeletedFinalStateUnknown, Informer, Store, deletion_handling_key
+from operatorlab.controllers.informer import DeletedFinalStateUnknown, Informer, Store
+from operatorlab.controllers.informer import deletion_handling_key
 from operatorlab.controllers.listwatch import WatchEvent
 from operatorlab.wait import eventually
 from tests.unit.scripted import ScriptedListWatch, ScriptedStream, page, tenant

@@ -14,17 +14,7 @@ import pytest
 from operatorlab.controllers import reflector_policy
 from operatorlab.controllers.backoff import REFLECTOR_BACKOFF, REFLECTOR_BACKOFF_RESET, Backoff, BackoffManager
 from operatorlab.controllers.pager import list_pages
-from operatorlab.controllers.reflector_policy import (
-    Attempt,
-    Failure,
-    Interrupt,
-    Next,
-    Outcome,
-    RequestFailed,
-    decide,
-    list_resource_version,
-)
-
+from operatorlab.controllers.reflector_policy import Attempt, Failure, Interrupt, Next, Outcome, RequestFailed, decide
 from tests.unit.scripted import ScriptedListWatch, page, tenant
 
 GONE = Failure(410, "Expired", message="too old resource version")
@@ -114,10 +104,10 @@ def test_too_large_resource_version_by_cause_or_by_the_old_message() -> None:
 
 
 def test_which_resource_version_a_list_asks_for() -> None:
-    assert list_resource_version("", unavailable=False) == "0"  # first LIST: the watch cache, as it is
-    assert list_resource_version("", unavailable=False, initial="") == ""  # or: the newest state
-    assert list_resource_version("57", unavailable=False) == "57"  # relist: not older than what we saw
-    assert list_resource_version("57", unavailable=True) == ""  # that one is gone: the newest state
+    assert reflector_policy.list_resource_version("", unavailable=False) == "0"  # first LIST: the watch cache, as it is
+    assert reflector_policy.list_resource_version("", unavailable=False, initial="") == ""  # or: the newest state
+    assert reflector_policy.list_resource_version("57", unavailable=False) == "57"  # relist: not older than what we saw
+    assert reflector_policy.list_resource_version("57", unavailable=True) == ""  # that one is gone: the newest state
 
 
 # -- backoff --------------------------------------------------------------------------------

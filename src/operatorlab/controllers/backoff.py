@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-__all__ = ["Backoff", "BackoffManager", "REFLECTOR_BACKOFF", "REFLECTOR_BACKOFF_RESET"]
+__all__ = ["REFLECTOR_BACKOFF", "REFLECTOR_BACKOFF_RESET", "Backoff", "BackoffManager"]
 
 
 @dataclass(frozen=True)

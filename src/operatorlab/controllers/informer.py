@@ -48,8 +48,8 @@ from kubernetes import client
 from operatorlab.controllers.keys import meta_namespace_key, split_meta_namespace_key
 from operatorlab.controllers.listener import Listener
 from operatorlab.controllers.listwatch import TENANTS, ListerWatcher, ListWatch, Reflector, Resource, WatchEvent
-from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.workqueue import QueueMetrics, RateLimiter, RateLimitingQueue
 
 __all__ = [

@@ -290,8 +290,8 @@ class HttpWatchStream:
         except (AttributeError, ValueError, RuntimeError, OSError):
             try:
                 self.response.close()
-            except Exception:  # noqa: BLE001 - best effort: the read will fail either way
-                pass
+            except Exception as e:  # noqa: BLE001 - best effort: the read will fail either way
+                log.debug("closing a watch response: %s", e)
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:

@@ -33,11 +33,11 @@ from urllib.parse import parse_qs, urlsplit
 from kubernetes import client
 
 __all__ = [
+    "WRITE_VERBS",
     "ApiRequest",
     "ControllerStats",
     "CountingApiClient",
     "RequestCounts",
-    "WRITE_VERBS",
     "classify_request",
     "parse_prometheus_samples",
     "read_apiserver_requests",

@@ -9,34 +9,36 @@ flags a very short watch. :func:`decide` gathers them: given the
 again, WATCH again from the same resourceVersion, or stop -- and whether to
 wait one step of the backoff (:mod:`~operatorlab.controllers.backoff`) first.
 
-Row by row (``RV``: the last resourceVersion the reflector saw):
+Row by row (``RV``: the last resourceVersion the reflector saw; "wait": one
+backoff step first):
 
-===  ==========  ==========================================  ======================  ========  ==============================================
-row  attempt     outcome                                     then                    back off  client-go
-===  ==========  ==========================================  ======================  ========  ==============================================
- 1   any         the reflector is stopping                   stop                    no        ``RunWithContext``: ``ctx.Done()``
- 2   LIST        ok                                          WATCH from the list's   no        ``ListAndWatchWithContext``: ``list`` then
-                                                             resourceVersion                   ``watchWithResync``
- 3   LIST        410 Expired/Gone or ResourceVersionTooLarge LIST at RV ``""``       no        ``list``: ``isExpiredError`` /
-                 at a resourceVersion other than ``""``      (consistent read)                 ``isTooLargeResourceVersionError`` ->
-                                                                                               ``setIsLastSyncResourceVersionUnavailable``
- 4   LIST        any other failure                           LIST                    yes       ``list`` returns the error; ``RunWithContext``'s
-                                                                                               ``delayHandler.Until`` waits
- 5   WATCH       429 TooManyRequests or connection refused   WATCH from RV           yes       ``watch``: ``isWatchErrorRetriable``
- 6   WATCH       any other failure (410, 5xx, 403, network)  LIST at RV              yes       ``watch`` returns the error -> ``Until``
- 7   STREAM      ERROR event 429 TooManyRequests             WATCH from RV           yes       ``watch``: ``apierrors.IsTooManyRequests``
- 8   STREAM      ERROR event 410 Expired/Gone                LIST at RV              yes       ``watch``: ``isExpiredError`` -> return -> ``Until``
- 9   STREAM      any other ERROR event (500 included: the    LIST at RV              yes       ``watch``: ``default`` -> return -> ``Until``
-                 internal-error retry window,
-                 ``MaxInternalErrorRetryDuration``, is 0 by
-                 default)
-10   STREAM      ended under 1 s with no event at all        LIST at RV              yes       ``handleAnyWatch``: ``VeryShortWatchError``
-11   STREAM      ended (server timeout, or the connection    WATCH from RV           no        ``watch``: ``handleWatch`` returned nil ->
-                 broke) after >= 1 s or >= 1 event                                             loop
-12   STREAM      we closed it to re-watch (``rewatch_from``, WATCH from RV (or the   no        -- (a teaching hook of ours)
-                 ``break_watch``)                            one asked for)
-13   STREAM      we closed it to relist (``relist``)         LIST at RV              no        -- (a teaching hook of ours)
-===  ==========  ==========================================  ======================  ========  ==============================================
+===  ===========================================  ===================  ====  ==========================================
+row  after                                        next                 wait  client-go
+===  ===========================================  ===================  ====  ==========================================
+ 1   anything, while the reflector stops          stop                 no    ``RunWithContext``: ``ctx.Done()``
+ 2   LIST ok                                      WATCH from its RV    no    ``ListAndWatchWithContext``
+ 3   LIST at an RV other than ``""``: 410         LIST at ``""``       no    ``list``: ``isExpiredError``,
+     Expired/Gone or ResourceVersionTooLarge                                 ``isTooLargeResourceVersionError``
+ 4   LIST failed otherwise                        LIST                 yes   ``list`` errs; ``delayHandler.Until``
+ 5   WATCH request: 429 or connection refused     WATCH from RV        yes   ``watch``: ``isWatchErrorRetriable``
+ 6   WATCH request failed otherwise (410, 5xx,    LIST at RV           yes   ``watch`` errs; ``Until``
+     403, a network error)
+ 7   stream: ERROR event 429                      WATCH from RV        yes   ``watch``: ``IsTooManyRequests``
+ 8   stream: ERROR event 410 Expired/Gone         LIST at RV           yes   ``watch``: ``isExpiredError``; ``Until``
+ 9   stream: any other ERROR event                LIST at RV           yes   ``watch``: ``default``; ``Until``
+10   stream ended under 1 s with no event         LIST at RV           yes   ``handleAnyWatch``: ``VeryShortWatchError``
+11   stream ended otherwise (server timeout, or   WATCH from RV        no    ``watch``: ``handleWatch`` returned nil
+     the connection broke)
+12   stream closed by us to re-watch              WATCH from RV (or    no    -- (``rewatch_from``, ``break_watch``:
+                                                  the one asked for)         teaching hooks of ours)
+13   stream closed by us to relist                LIST at RV           no    -- (``relist``: ours too)
+===  ===========================================  ===================  ====  ==========================================
+
+Row 9 includes a 500: client-go retries an internal error at once only within
+``MaxInternalErrorRetryDuration``, which is 0 unless set. "errs; ``Until``":
+the function returns, ``ListAndWatch`` returns, and ``RunWithContext``'s
+``delayHandler.Until`` (sliding) waits a backoff step before the next
+``ListAndWatch``, which starts with a LIST.
 
 Which resourceVersion a LIST asks for is :func:`list_resource_version`
 (client-go ``relistResourceVersion``): ``"0"`` the first time (any state the
@@ -204,7 +206,7 @@ def decide(outcome: Outcome) -> Decision:
         if failure is None:  # an open stream is reported as a STREAM outcome, once it ends
             raise ValueError("a WATCH outcome is a failed watch request; report an opened stream as STREAM")
         if failure.too_many_requests or failure.refused:
-            return Decision(Next.WATCH, True, 5, "watch refused for now: back off, watch again from the same resourceVersion")
+            return Decision(Next.WATCH, True, 5, "watch refused for now: back off, watch from the same resourceVersion")
         return Decision(Next.LIST, True, 6, "watch request failed: back off, relist")
     if outcome.interrupted is Interrupt.RELIST:
         return Decision(Next.LIST, False, 13, "relist requested")
@@ -212,7 +214,7 @@ def decide(outcome: Outcome) -> Decision:
         return Decision(Next.WATCH, False, 12, "re-watch requested")
     if failure is not None:
         if failure.too_many_requests:
-            return Decision(Next.WATCH, True, 7, "429 on the stream: back off, watch again from the same resourceVersion")
+            return Decision(Next.WATCH, True, 7, "429 on the stream: back off, watch from the same resourceVersion")
         if failure.expired:
             return Decision(Next.LIST, True, 8, "410: history gone: back off, relist")
         return Decision(Next.LIST, True, 9, "error event: back off, relist")
