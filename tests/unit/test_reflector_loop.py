@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from operatorlab.controllers.listwatch import ListWatch, Reflector, Resource, WatchEvent
+from operatorlab.controllers.listwatch import ListWatch, Reflector, Resource, WatchEvent, failure_of
 from operatorlab.controllers.reflector_policy import Failure, RequestFailed
 from operatorlab.wait import eventually
 from tests.unit.scripted import (
@@ -186,3 +186,18 @@ def test_a_refused_connection_is_recognised_in_the_clients_real_exception() -> N
     with pytest.raises(RequestFailed) as raised:
         lw.list(resource_version="0", limit=0, continue_token="", timeout=5)
     assert raised.value.failure.refused
+
+
+def test_a_failed_requests_status_becomes_the_failure_the_rules_read() -> None:
+    gone = client.ApiException(status=410, reason="Gone")
+    gone.body = '{"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version: 5 (90)"}'
+    failure = failure_of(gone)
+    assert (failure.code, failure.reason, failure.expired) == (410, "Expired", True)
+    assert "too old resource version" in failure.message
+    busy = client.ApiException(status=429, reason="Too Many Requests")  # no Status body: the code decides
+    assert failure_of(busy).too_many_requests and not failure_of(busy).refused
+    too_large = client.ApiException(status=504, reason="Gateway Timeout")
+    too_large.body = ('{"code": 504, "reason": "Timeout", "message": "Too large resource version",'
+                      ' "details": {"causes": [{"type": "ResourceVersionTooLarge"}]}}')
+    assert failure_of(too_large).too_large_resource_version
+    assert not failure_of(OSError("connection reset by peer")).refused
