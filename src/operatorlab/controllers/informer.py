@@ -347,7 +347,8 @@ class InformerController:
     """The sample-controller loop over Tenants: informer -> work queue -> workers -> reconcile.
 
     * The informer's handlers enqueue the Tenant's key on add, update (and so
-      on every resync) and delete. Nothing else happens on the watch thread.
+      on every resync) and delete, each on its handler's own thread; the
+      watch thread only hands the notifications over.
     * ``workers`` threads each run :meth:`process_next_work_item` until the
       queue shuts down. The queue never hands one key to two workers.
     * :meth:`sync_handler` reads the Tenant **from the informer's cache** and

@@ -43,11 +43,18 @@ instead of ``kubernetes.watch.Watch``, because that helper hides what the
 lesson is about: it retries a first 410 by itself and turns other ERROR events
 into exceptions.
 
+Feature gates, as read in k8s.io/apiserver and k8s.io/client-go v0.36.3: the
+server's ``ConsistentListFromCache`` (a LIST at resourceVersion ``""`` served
+from the watch cache) was alpha in 1.28, on by default since 1.31 and is GA,
+always on, since 1.34; its ``WatchList`` (the initial state sent as watch
+events) is beta, on by default since 1.34 (it was on in 1.32 and off again in
+1.33); client-go's ``WatchListClient`` is beta, on by default since 1.35.
+
 Where client-go does more: its watch timeout is random in [5, 10) minutes
-(here: ``watch_timeout``, fixed); since client-go 1.35 its informers open the
+(here: ``watch_timeout``, fixed); since 1.35 its reflector first asks for the
 initial state as a watch (``sendInitialEvents=true``, the ``WatchListClient``
-feature, on by default, served when the server's ``WatchList`` feature is on)
-and fall back to LIST + WATCH, which is what this reflector always does.
+feature) and falls back to LIST + WATCH when the server does not serve that,
+which is what this reflector always does.
 
 Sources: Kubernetes API concepts, "Efficient detection of changes", "Watch
 bookmarks", "Retrieving large results sets in chunks" and "Resource versions"
