@@ -6,6 +6,7 @@ from their CountingApiClient, the server's from its /metrics.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import kopf
@@ -96,7 +97,7 @@ def test_polling_thread_converges_updates_and_sweeps_deleted_tenants(api_client,
 
 def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stream(api_client, tenant_set) -> None:
     sink, events = RecordingSink(), []
-    reflector = Reflector.for_resource(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch after 8 s
+    reflector = Reflector.for_resource(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch in 8 s
     reflector.on_event(events.append)
     reflector.start()
     try:
@@ -150,7 +151,8 @@ def resume_and_relist(controller, tenant_set, names: list[str], events: list[Wat
     writes, reconciles = controller.stats().writes, controller.stats().reconciles
     mark = len(events)
     reflector.rewatch_from(before_change)
-    eventually(lambda: [e.resource_version for e in events[mark:] if e.type == "MODIFIED" and e.name == names[1]] == seen,
+    eventually(lambda: [e.resource_version for e in events[mark:] if e.type == "MODIFIED" and e.name == names[1]]
+               == seen,
                message="the change after the old resourceVersion was delivered again")
     eventually(lambda: controller.stats().reconciles > reconciles, message="the replayed event was reconciled")
     assert reflector.lists == lists  # no relist needed
@@ -245,7 +247,8 @@ def test_informer_writes_at_most_once_per_changed_object(api_client, tenant_set)
         tenant_set.wait_converged(names, "1")
         created = writes_for(controller, names)
         # exactly one create per namespace and one per quota
-        assert sorted((r.verb, r.resource) for r in created) == sorted([("create", "namespaces"), ("create", "resourcequotas")] * N)
+        assert sorted((r.verb, r.resource) for r in created) == sorted(
+            [("create", "namespaces"), ("create", "resourcequotas")] * N)
 
         # resyncs reconcile everything again (reads) but write nothing
         resyncs, reconciles = controller.informer.resyncs, controller.stats().reconciles
@@ -278,7 +281,8 @@ def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenant_
         before, queue_before = controller.stats(), controller.queue_metrics()
         for cpu in ("2", "3", "4", "5", "6"):
             tenant_set.set_cpu(name, cpu)
-        eventually(lambda: controller.informer.get(name)["spec"]["cpuQuota"] == "6", message="cache has the last update")
+        eventually(lambda: controller.informer.get(name)["spec"]["cpuQuota"] == "6",
+                   message="cache has the last update")
         assert controller.informer.wait_for_handlers(10)  # the handlers run on their own thread
         queue = controller.queue_metrics()
         assert queue.adds - queue_before.adds == 1  # five updates, one queued key ...
@@ -302,7 +306,7 @@ def test_informer_retries_a_temporary_error_with_growing_backoff(api_client, cor
             assert controller.stats().retries >= 4 and controller.stats().failures >= 4
             # each retry waits base * 2**n: the GETs of the namespace are never closer than that
             reads = [r.time for r in controller.api.requests() if r.verb == "get" and r.name == namespace]
-            gaps = [b - a for a, b in zip(reads, reads[1:])]
+            gaps = [b - a for a, b in itertools.pairwise(reads)]
             for n, gap in enumerate(gaps[:4]):
                 assert gap >= 0.05 * 2**n * 0.9, gaps
             release(core, namespace)
@@ -318,14 +322,16 @@ def hold_terminating(core, namespace: str) -> None:
 
     For it reconcile_tenant raises kopf.TemporaryError, for real, until :func:`release`.
     """
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, finalizers=["operatorlab.test/hold"])))
+    metadata = client.V1ObjectMeta(name=namespace, finalizers=["operatorlab.test/hold"])
+    core.create_namespace(client.V1Namespace(metadata=metadata))
     core.delete_namespace(namespace)
 
 
 def release(core, namespace: str) -> None:
     """Remove the namespace's finalizers (a JSON merge patch: a strategic one would merge the list)."""
     try:
-        core.patch_namespace(namespace, {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json")
+        core.patch_namespace(namespace, {"metadata": {"finalizers": None}},
+                             _content_type="application/merge-patch+json")
     except client.ApiException as e:
         if e.status != 404:
             raise

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from operatorlab.controllers.informer import DeletedFinalStateUnknown, Informer, Store
-from operatorlab.controllers.informer import deletion_handling_key
+from operatorlab.controllers.informer import DeletedFinalStateUnknown, Informer, Store, deletion_handling_key
 from operatorlab.controllers.listwatch import WatchEvent
 from operatorlab.wait import eventually
 from tests.unit.scripted import ScriptedListWatch, ScriptedStream, page, tenant
@@ -31,7 +30,8 @@ class Recorder:
         self.calls.append(("add", obj["metadata"]["name"]))
 
     def on_update(self, old, new):
-        self.calls.append(("update", new["metadata"]["name"], old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"]))
+        rvs = (old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])
+        self.calls.append(("update", new["metadata"]["name"], *rvs))
 
     def on_delete(self, obj):
         kind = "tombstone" if isinstance(obj, DeletedFinalStateUnknown) else "delete"
@@ -60,7 +60,8 @@ def test_store_keys_objects_by_namespace_and_name() -> None:
 def test_events_update_the_store_before_handlers_hear_of_them() -> None:
     informer, recorder = make_informer()
     seen_in_store = []
-    informer.add_event_handler(on_update=lambda old, new: seen_in_store.append(informer.get("a")["metadata"]["resourceVersion"]))
+    informer.add_event_handler(
+        on_update=lambda old, new: seen_in_store.append(informer.get("a")["metadata"]["resourceVersion"]))
     informer.replace([], "10")
     informer.apply(event("ADDED", tenant("a", "11")))
     informer.apply(event("MODIFIED", tenant("a", "12", cpu="2")))

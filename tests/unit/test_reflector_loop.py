@@ -91,7 +91,7 @@ def test_a_refused_watch_backs_off_and_watches_again_from_the_same_version(run, 
     backoff = reflector.backoff
     assert backoff.waits == [0.01, 0.02]  # growing
     gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(lw.watch_calls)]
-    assert all(gap >= wait for gap, wait in zip(gaps, backoff.waits))
+    assert all(gap >= wait for gap, wait in zip(gaps, backoff.waits, strict=True))
 
 
 def test_429_on_the_stream_backs_off_and_watches_again_from_the_last_version(run) -> None:

@@ -114,7 +114,7 @@ def test_which_resource_version_a_list_asks_for() -> None:
 
 
 def test_client_gos_reflector_backoff_parameters() -> None:
-    assert REFLECTOR_BACKOFF == Backoff(duration=0.8, factor=2.0, jitter=1.0, steps=38, cap=30.0)
+    assert Backoff(duration=0.8, factor=2.0, jitter=1.0, steps=38, cap=30.0) == REFLECTOR_BACKOFF
     assert REFLECTOR_BACKOFF_RESET == 120.0
 
 

@@ -390,7 +390,8 @@ class InformerController:
             raise ValueError(f"workers must be >= 0, got {workers}")
         self.api = CountingApiClient.wrap(api_client)
         self.reconciler = reconciler or TenantReconciler(self.api)
-        self.informer = Informer.for_resource(self.api, TENANTS, resync_period=resync_period, watch_timeout=watch_timeout)
+        self.informer = Informer.for_resource(
+            self.api, TENANTS, resync_period=resync_period, watch_timeout=watch_timeout)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(rate_limiter, name="tenants")
         self.workers = workers
         self.permanent_failures: dict[str, str] = {}
@@ -490,7 +491,8 @@ class InformerController:
             self.stop()
             raise TimeoutError(f"informer controller: cache not synced within {sync_timeout}s")
         self._threads = [
-            threading.Thread(target=self._run_worker, name=f"tenant-worker-{i}", daemon=True) for i in range(self.workers)
+            threading.Thread(target=self._run_worker, name=f"tenant-worker-{i}", daemon=True)
+            for i in range(self.workers)
         ]
         for thread in self._threads:
             thread.start()

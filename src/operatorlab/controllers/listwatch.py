@@ -67,6 +67,7 @@ work queue): the step between polling and the informer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -248,7 +249,8 @@ class ListWatch:
         self.read_margin = read_margin
 
     def list(self, *, resource_version: str, limit: int, continue_token: str, timeout: float) -> Mapping[str, Any]:
-        options: dict[str, Any] = {"timeout_seconds": int(timeout), "_request_timeout": (self.connect_timeout, timeout + 5)}
+        options: dict[str, Any] = {"timeout_seconds": int(timeout),
+                                   "_request_timeout": (self.connect_timeout, timeout + 5)}
         if resource_version:
             options["resource_version"] = resource_version
         if limit:
@@ -284,7 +286,8 @@ class HttpWatchStream:
                 try:
                     yield json.loads(line)
                 except ValueError as e:  # client-go: the decoder's error becomes a 500 "ClientWatchDecoding"
-                    raise RequestFailed(Failure(500, "InternalError", message=f"unable to decode a watch event: {e}")) from e
+                    failure = Failure(500, "InternalError", message=f"unable to decode a watch event: {e}")
+                    raise RequestFailed(failure) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise StreamBroken(_describe(e)) from e
         finally:  # a watch connection is not reused: close it, then give it back to the pool
@@ -324,10 +327,8 @@ def failure_of(e: BaseException) -> Failure:
     """
     if isinstance(e, client.ApiException):
         status: dict[str, Any] = {}
-        try:
+        with contextlib.suppress(TypeError, ValueError):  # no Status body (e.g. a proxy's own answer)
             status = json.loads(e.body or "")
-        except (TypeError, ValueError):
-            pass
         return _failure_from_status(status, code=e.status, message=_describe(e))
     return Failure(refused=_refused(e), message=_describe(e))
 
@@ -455,7 +456,9 @@ class Reflector:
         self.backoffs = 0
 
     @classmethod
-    def for_resource(cls, api_client: client.ApiClient, resource: Resource, sink: ReflectorSink, **kwargs: Any) -> Reflector:
+    def for_resource(
+        cls, api_client: client.ApiClient, resource: Resource, sink: ReflectorSink, **kwargs: Any
+    ) -> Reflector:
         """A reflector for ``resource`` through ``api_client`` (:class:`ListWatch`); kwargs as for the class."""
         return cls(ListWatch(api_client, resource), sink, **{"name": resource.plural, **kwargs})
 

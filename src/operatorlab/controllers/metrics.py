@@ -84,7 +84,9 @@ class ApiRequest:
         return self.verb in WRITE_VERBS
 
 
-def classify_request(method: str, url: str, query: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None) -> dict[str, str]:
+def classify_request(
+    method: str, url: str, query: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None
+) -> dict[str, str]:
     """Kubernetes verb, resource, namespace, name and subresource of a request.
 
     Follows the API server's request-info resolver: ``GET`` of a collection is
@@ -186,7 +188,9 @@ class CountingApiClient(client.ApiClient):
         history: how many recent :class:`ApiRequest` records :meth:`requests` keeps.
     """
 
-    def __init__(self, configuration: client.Configuration | None = None, *, history: int = 10_000, **kwargs: Any) -> None:
+    def __init__(
+        self, configuration: client.Configuration | None = None, *, history: int = 10_000, **kwargs: Any
+    ) -> None:
         super().__init__(configuration, **kwargs)
         self._counts_lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
@@ -208,7 +212,8 @@ class CountingApiClient(client.ApiClient):
                 status = int(e.status or 0)
                 raise
             finally:
-                self._record(method, url, kw.get("query_params"), kw.get("body"), status, time.monotonic() - started, wall)
+                seconds = time.monotonic() - started
+                self._record(method, url, kw.get("query_params"), kw.get("body"), status, seconds, wall)
 
         rest.request = counted_request  # type: ignore[method-assign]  # deliberately, on this instance only
 
@@ -263,7 +268,8 @@ class CountingApiClient(client.ApiClient):
         info = classify_request(method, url, query)
         if info["verb"] == "create" and not info["name"] and isinstance(body, Mapping):
             info["name"] = str((body.get("metadata") or {}).get("name") or "")
-        request = ApiRequest(method=method.upper(), path=urlsplit(url).path, status=status, seconds=seconds, time=wall, **info)
+        request = ApiRequest(
+            method=method.upper(), path=urlsplit(url).path, status=status, seconds=seconds, time=wall, **info)
         with self._counts_lock:
             self._counts[(request.verb, request.resource)] += 1
             self._log.append(request)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
-from operatorlab.controllers.reconciler import TenantReconciler, is_being_deleted
 from operatorlab.controllers.listwatch import TENANTS
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient, RequestCounts
+from operatorlab.controllers.reconciler import TenantReconciler, is_being_deleted
 
 __all__ = ["PollingController", "Tick"]
 
