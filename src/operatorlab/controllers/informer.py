@@ -14,8 +14,11 @@
   other handlers;
 * the cache's objects are never handed out: :meth:`Informer.get`,
   :meth:`Informer.list` and the handlers receive copies. client-go hands out
-  its cached pointers and documents "do not mutate cache objects"; a
-  mutation there corrupts the cache silently, here it cannot happen;
+  the cached objects themselves and says "you must not modify anything
+  returned by Get or List" (k8s.io/client-go v0.36.3
+  ``tools/cache/thread_safe_store.go``); a mutation there corrupts the cache
+  silently (``KUBE_CACHE_MUTATION_DETECTOR=true`` makes an informer check for
+  one), here it cannot happen;
 * a periodic **resync** that re-delivers every cached object to ``on_update``
   as ``(obj, obj)`` every ``resync_period`` seconds -- from the cache, without
   a request -- so a controller re-checks everything now and then
