@@ -4,10 +4,10 @@ A shared informer must not let a handler hold up the watch: while a handler
 runs, events keep arriving, the store keeps up, and other handlers keep
 hearing of them. client-go (k8s.io/client-go v0.36.3
 ``tools/cache/shared_informer.go``) gives every registered handler a
-``processorListener``: ``add`` appends a notification to an unbounded buffer
-and returns at once; the listener's own goroutine (``run``) calls the handler
-with each notification, in order, one at a time. A slow handler only delays
-itself: its buffer grows.
+``processorListener``: ``add`` hands a notification to the listener's ``pop``
+goroutine, which keeps it in an unbounded ring buffer while the handler is
+behind, and its ``run`` goroutine calls the handler with each notification,
+in order, one at a time. A slow handler only delays itself: its buffer grows.
 
 :class:`Listener` is that, with one thread per handler.
 """
