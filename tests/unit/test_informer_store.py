@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 from operatorlab.controllers.informer import DeletedFinalStateUnknown, Informer, Store, deletion_handling_key
+from operatorlab.controllers.listener import Listener
 from operatorlab.controllers.listwatch import WatchEvent
 from operatorlab.wait import eventually
 from tests.unit.scripted import ScriptedListWatch, ScriptedStream, page, tenant
@@ -140,7 +141,8 @@ def test_handlers_run_off_the_watch_thread_and_a_slow_one_holds_up_nothing_else(
         # the slow handler sits on "a"; the store and the other handler go on to "c"
         eventually(lambda: fast.calls == [("add", "a"), ("add", "b"), ("add", "c")], timeout=5, message="fast handler")
         assert sorted(o["metadata"]["name"] for o in informer.list()) == ["a", "b", "c"]
-        assert slow_heard == [] and informer.pending_notifications() == 3
+        eventually(lambda: informer.pending_notifications() == 3, timeout=5, message="only the slow handler's")
+        assert slow_heard == []
         release.set()
         assert informer.wait_for_handlers(5)
     assert slow_heard == ["a", "b", "c"]  # in order, each once
@@ -170,3 +172,28 @@ def test_the_cache_hands_out_copies_only() -> None:
     timeline_object["spec"]["cpuQuota"] = "8"  # the event's object, as a timeline observer holds it
     assert informer.get("a")["spec"]["cpuQuota"] == "1"
     assert [o["metadata"]["name"] for o in informer.list()] == ["a"]
+
+
+def test_a_listener_runs_in_order_drops_its_buffer_on_stop_and_runs_again_after_start() -> None:
+    listener, ran, gate = Listener("l"), [], threading.Event()
+    listener.add(lambda: gate.wait(5))
+    for n in range(3):
+        listener.add(lambda n=n: ran.append(n))
+    assert listener.pending() == 4
+    gate.set()
+    assert listener.wait_idle(5) and ran == [0, 1, 2] and listener.delivered == 4
+    gate.clear()
+    running = threading.Event()
+    listener.add(lambda: (running.set(), gate.wait(5)))
+    listener.add(lambda: ran.append("dropped"))
+    assert running.wait(5) and listener.pending() == 2  # one running, one buffered
+    stopping = threading.Thread(target=listener.stop, args=(5,))
+    stopping.start()  # drops the buffer at once, then waits for the running notification
+    eventually(lambda: listener.pending() == 1, timeout=5, message="buffer dropped")
+    gate.set()
+    stopping.join(5)
+    assert "dropped" not in ran and listener.pending() == 0
+    listener.add(lambda: ran.append("ignored while stopped"))
+    listener.start()
+    listener.add(lambda: ran.append("after start"))
+    assert listener.wait_idle(5) and ran == [0, 1, 2, "after start"]
