@@ -201,3 +201,20 @@ def test_a_failed_requests_status_becomes_the_failure_the_rules_read() -> None:
                       ' "details": {"causes": [{"type": "ResourceVersionTooLarge"}]}}')
     assert failure_of(too_large).too_large_resource_version
     assert not failure_of(OSError("connection reset by peer")).refused
+
+
+def test_an_unexpected_exception_in_a_call_is_a_failure_not_the_end_of_the_thread(run) -> None:
+    lw = ScriptedListWatch.of([page(rv="7")])
+    calls = {"n": 0}
+    real_list = lw.list
+
+    def list_once_broken(**kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyError("a bug in the list call")
+        return real_list(**kwargs)
+
+    lw.list = list_once_broken
+    reflector, _, _ = run(lw)
+    assert reflector.wait_for_sync(5) and reflector.running
+    assert reflector.decisions[0].row == 4 and reflector.backoffs == 1

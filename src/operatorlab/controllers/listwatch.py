@@ -561,7 +561,12 @@ class Reflector:
             with self._lock:
                 if self._relist_pending:
                     step, self._relist_pending = Next.LIST, False
-            outcome = self._list() if step is Next.LIST else self._watch()
+            try:
+                outcome = self._list() if step is Next.LIST else self._watch()
+            except Exception as e:  # a broken list or watch call must not end the thread unseen
+                log.exception("reflector %s: %s failed unexpectedly", self.name, step.value)
+                attempt = Attempt.LIST if step is Next.LIST else Attempt.WATCH
+                outcome = Outcome(attempt, Failure(message=_describe(e)))
             if self._stopping.is_set():
                 outcome = replace(outcome, stopping=True)
             decision = decide(outcome)
