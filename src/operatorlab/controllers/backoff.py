@@ -13,7 +13,7 @@ k8s.io/apimachinery v0.36.3 ``pkg/util/wait/backoff.go``):
   extra of up to ``jitter * duration``), then multiplies the duration by the
   factor; once that would pass the cap, the duration becomes the cap and no
   more steps are taken. So the waits are drawn from [0.8, 1.6), [1.6, 3.2),
-  [3.2, 6.4), [6.4, 12.8), [12.8, 25.6), [25.6, 51.2), then [30, 60) for ever:
+  [3.2, 6.4), [6.4, 12.8), [12.8, 25.6), [25.6, 51.2), then [30, 60) each time:
   one attempt every 30 to 60 seconds against a server that stays broken.
 * ``backoffManager.Step()``: when more than ``resetInterval`` (2 min) has passed
   since the manager last reset (or was made), it starts again from 800 ms.
