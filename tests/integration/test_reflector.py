@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from operatorlab.controllers.listwatch import TENANTS, Reflector, WatchEvent
+from operatorlab.controllers.listwatch import TENANTS, ListWatch, Reflector, WatchEvent
+from operatorlab.controllers.reflector_policy import Attempt, Outcome, RequestFailed, decide
 from operatorlab.labs.proxy import FaultProxy
 from operatorlab.wait import eventually
 from tests.unit.scripted import RecordingSink
@@ -78,6 +79,21 @@ def test_a_small_page_size_lists_in_pages_and_resource_version_0_ignores_the_lim
     assert set(listed) >= set(names) and resource_version
     assert reflector.list_requests == (len(listed) + 1) // 2 >= 3  # pages of 2: ceil(n / 2) requests
     assert f"in {reflector.list_requests} page(s)" in timeline[0].detail
+
+
+def test_the_servers_own_410_and_too_large_answers_are_classified_as_the_rules_expect(api_client) -> None:
+    lw = ListWatch(api_client, TENANTS)
+    with pytest.raises(RequestFailed) as raised:  # a state the server has not reached: it waits ~3 s, then says so
+        lw.list(resource_version="999999999", limit=0, continue_token="", timeout=10)
+    too_large = raised.value.failure
+    assert too_large.code == 504 and too_large.causes == ("ResourceVersionTooLarge",)
+    assert decide(Outcome(Attempt.LIST, too_large, resource_version="999999999")).row == 3
+    received = lw.watch(resource_version="1", timeout=10).events()  # long compacted away
+    try:
+        first = next(received)
+    finally:
+        received.close()
+    assert first["type"] == "ERROR" and first["object"]["reason"] == "Expired" and first["object"]["code"] == 410
 
 
 def test_429_on_the_watch_backs_off_and_rewatches_from_the_same_version(proxy, tenant_set) -> None:

@@ -198,7 +198,8 @@ def test_a_failed_requests_status_becomes_the_failure_the_rules_read() -> None:
     assert failure_of(busy).too_many_requests and not failure_of(busy).refused
     too_large = client.ApiException(status=504, reason="Gateway Timeout")
     too_large.body = ('{"code": 504, "reason": "Timeout", "message": "Too large resource version",'
-                      ' "details": {"causes": [{"type": "ResourceVersionTooLarge"}]}}')
+                      ' "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large"}]}}')
+    assert failure_of(too_large).causes == ("ResourceVersionTooLarge",)
     assert failure_of(too_large).too_large_resource_version
     assert not failure_of(OSError("connection reset by peer")).refused
 

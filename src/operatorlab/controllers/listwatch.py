@@ -338,7 +338,7 @@ def _failure_from_status(status: Mapping[str, Any], *, code: int | None = None, 
     causes = ((status.get("details") or {}).get("causes")) or []
     return Failure(
         code=status.get("code") or code, reason=status.get("reason") or "",
-        causes=tuple(c.get("type", "") for c in causes if isinstance(c, Mapping)),
+        causes=tuple(c.get("reason", "") for c in causes if isinstance(c, Mapping)),  # Go's StatusCause.Type
         message=message or status.get("message") or "",
     )
 

@@ -87,7 +87,8 @@ class Failure:
         code: the HTTP status (or the ``Status.code`` of an ``ERROR`` event);
             ``None`` when no answer came (a network failure).
         reason: ``Status.reason`` (``Expired``, ``Gone``, ``TooManyRequests`` ...).
-        causes: the ``Status.details.causes[].type`` values (``ResourceVersionTooLarge``).
+        causes: the ``Status.details.causes[].reason`` values (``ResourceVersionTooLarge``;
+            Go's ``StatusCause.Type``, spelled ``reason`` in JSON).
         refused: the TCP connection was refused (nothing listening).
         message: for logs and the timeline.
     """
