@@ -6,20 +6,22 @@ from their CountingApiClient, the server's from its /metrics.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import kopf
 import pytest
 from kubernetes import client
 
-from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.informer import InformerController
 from operatorlab.controllers.listwatch import TENANTS, ListWatchController, Reflector, WatchEvent
 from operatorlab.controllers.metrics import ApiRequest, read_apiserver_requests
 from operatorlab.controllers.polling import PollingController
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.workqueue import ItemExponentialFailureRateLimiter
 from operatorlab.operators import load_module
 from operatorlab.wait import eventually
+from tests.unit.scripted import RecordingSink
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
 
@@ -93,23 +95,9 @@ def test_polling_thread_converges_updates_and_sweeps_deleted_tenants(api_client,
 # -- list + watch -------------------------------------------------------------------------
 
 
-class RecordingSink:
-    """A reflector sink that only remembers what it was given."""
-
-    def __init__(self) -> None:
-        self.lists: list[tuple[int, str]] = []
-        self.applied: list[WatchEvent] = []
-
-    def replace(self, objects, resource_version) -> None:
-        self.lists.append((len(objects), resource_version))
-
-    def apply(self, event) -> None:
-        self.applied.append(event)
-
-
 def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stream(api_client, tenant_set) -> None:
     sink, events = RecordingSink(), []
-    reflector = Reflector(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch after 8 s
+    reflector = Reflector.for_resource(api_client, TENANTS, sink, watch_timeout=8)  # the server ends each watch in 8 s
     reflector.on_event(events.append)
     reflector.start()
     try:
@@ -141,12 +129,12 @@ def test_reflector_follows_bookmarks_and_rewatches_when_the_server_ends_the_stre
 
 
 def resume_and_relist(controller, tenant_set, names: list[str], events: list[WatchEvent]) -> None:
-    """Shared by list-watch and informer: a dropped stream resumes, a 410 relists."""
+    """Shared by list-watch and informer: a dropped stream resumes, a 410 backs off, then relists."""
     reflector = controller.reflector
 
     # 1. A dropped connection: re-watch from the last resourceVersion, no relist.
     lists, watches = reflector.lists, reflector.watches
-    assert controller._drop_stream()
+    assert reflector.break_watch()
     eventually(lambda: reflector.watches > watches, message="re-watched after the drop")
     assert reflector.lists == lists
     dropped = next(e for e in events if e.type == "DROPPED")
@@ -160,16 +148,18 @@ def resume_and_relist(controller, tenant_set, names: list[str], events: list[Wat
     tenant_set.set_cpu(names[1], "3")
     tenant_set.wait_converged(names[1:2], "3")
     seen = [e.resource_version for e in events if e.type == "MODIFIED" and e.name == names[1]]
-    writes, reconciles = controller.stats().writes, controller.stats().reconciles
+    reconciles, replay_started = controller.stats().reconciles, time.time()
     mark = len(events)
     reflector.rewatch_from(before_change)
-    eventually(lambda: [e.resource_version for e in events[mark:] if e.type == "MODIFIED" and e.name == names[1]] == seen,
+    eventually(lambda: [e.resource_version for e in events[mark:] if e.type == "MODIFIED" and e.name == names[1]]
+               == seen,
                message="the change after the old resourceVersion was delivered again")
     eventually(lambda: controller.stats().reconciles > reconciles, message="the replayed event was reconciled")
     assert reflector.lists == lists  # no relist needed
-    assert controller.stats().writes == writes  # replayed event, converged state: nothing written
+    # replayed event, converged state: nothing written (a write still in flight before the replay started is not it)
+    assert not [r for r in writes_for(controller, names) if r.time >= replay_started]
 
-    # 3. A resourceVersion the server no longer keeps: 410 Gone, then a relist.
+    # 3. A resourceVersion the server no longer keeps: 410 Gone, a backoff, then a relist.
     mark = len(events)
     reflector.rewatch_from("1")
     eventually(lambda: reflector.lists == lists + 1, message="relisted after 410")
@@ -179,7 +169,9 @@ def resume_and_relist(controller, tenant_set, names: list[str], events: list[Wat
     # The watch re-opens just after the relist: wait for its marker rather than race it.
     after = eventually(lambda: "WATCH" in [e.type for e in events[start:]] and [e.type for e in events[start:]],
                        message="a new watch after the relist")
-    assert after[:2] == ["ERROR", "LIST"]
+    assert after[:3] == ["ERROR", "BACKOFF", "LIST"]
+    relisted = events[start + 2]
+    assert relisted.time - gone[0].time >= 0.8 * 0.95  # client-go's first backoff step: 800 ms or more
     assert controller.stats().relists >= 1
     # and it still works: a change after the relist converges
     tenant_set.set_cpu(names[2], "4")
@@ -256,7 +248,8 @@ def test_informer_writes_at_most_once_per_changed_object(api_client, tenant_set)
         tenant_set.wait_converged(names, "1")
         created = writes_for(controller, names)
         # exactly one create per namespace and one per quota
-        assert sorted((r.verb, r.resource) for r in created) == sorted([("create", "namespaces"), ("create", "resourcequotas")] * N)
+        assert sorted((r.verb, r.resource) for r in created) == sorted(
+            [("create", "namespaces"), ("create", "resourcequotas")] * N)
 
         # resyncs reconcile everything again (reads) but write nothing
         resyncs, reconciles = controller.informer.resyncs, controller.stats().reconciles
@@ -282,13 +275,16 @@ def test_informer_collapses_rapid_updates_into_one_reconcile(api_client, tenant_
     with controller:
         tenant_set.create(name, "1")
         eventually(lambda: controller.informer.get(name) is not None, message="tenant in the cache")
+        assert controller.informer.wait_for_handlers(10)
         controller.drain()
         tenant_set.wait_converged([name], "1")
 
         before, queue_before = controller.stats(), controller.queue_metrics()
         for cpu in ("2", "3", "4", "5", "6"):
             tenant_set.set_cpu(name, cpu)
-        eventually(lambda: controller.informer.get(name)["spec"]["cpuQuota"] == "6", message="cache has the last update")
+        eventually(lambda: controller.informer.get(name)["spec"]["cpuQuota"] == "6",
+                   message="cache has the last update")
+        assert controller.informer.wait_for_handlers(10)  # the handlers run on their own thread
         queue = controller.queue_metrics()
         assert queue.adds - queue_before.adds == 1  # five updates, one queued key ...
         assert queue.deduplicated - queue_before.deduplicated == 4  # ... four adds absorbed
@@ -311,7 +307,7 @@ def test_informer_retries_a_temporary_error_with_growing_backoff(api_client, cor
             assert controller.stats().retries >= 4 and controller.stats().failures >= 4
             # each retry waits base * 2**n: the GETs of the namespace are never closer than that
             reads = [r.time for r in controller.api.requests() if r.verb == "get" and r.name == namespace]
-            gaps = [b - a for a, b in zip(reads, reads[1:])]
+            gaps = [b - a for a, b in itertools.pairwise(reads)]
             for n, gap in enumerate(gaps[:4]):
                 assert gap >= 0.05 * 2**n * 0.9, gaps
             release(core, namespace)
@@ -327,14 +323,16 @@ def hold_terminating(core, namespace: str) -> None:
 
     For it reconcile_tenant raises kopf.TemporaryError, for real, until :func:`release`.
     """
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, finalizers=["operatorlab.test/hold"])))
+    metadata = client.V1ObjectMeta(name=namespace, finalizers=["operatorlab.test/hold"])
+    core.create_namespace(client.V1Namespace(metadata=metadata))
     core.delete_namespace(namespace)
 
 
 def release(core, namespace: str) -> None:
     """Remove the namespace's finalizers (a JSON merge patch: a strategic one would merge the list)."""
     try:
-        core.patch_namespace(namespace, {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json")
+        core.patch_namespace(namespace, {"metadata": {"finalizers": None}},
+                             _content_type="application/merge-patch+json")
     except client.ApiException as e:
         if e.status != 404:
             raise

@@ -66,7 +66,7 @@ def test_adding_a_queued_key_again_stores_it_once() -> None:
     for _ in range(5):
         q.add("default/web")
 
-    assert q.len() == 1
+    assert len(q) == 1
     m = q.metrics()
     assert (m.adds, m.deduplicated, m.depth, m.queued) == (1, 4, 1, 1)
     assert get_key(q) == "default/web"
@@ -80,7 +80,7 @@ def test_key_added_while_processing_is_requeued_on_done() -> None:
     assert get_key(q) == "a"
 
     q.add("a")  # marked dirty, parked behind the worker: not handed to another
-    assert q.len() == 0
+    assert len(q) == 0
     with pytest.raises(TimeoutError):
         q.get(timeout=0)
     q.add("a")  # still dirty: deduplicated
@@ -89,7 +89,7 @@ def test_key_added_while_processing_is_requeued_on_done() -> None:
     assert (m.adds, m.deduplicated, m.requeued_while_processing) == (2, 1, 1)
 
     q.done("a")
-    assert q.len() == 1
+    assert len(q) == 1
     assert get_key(q) == "a"
     q.done("a")
     assert q.metrics().processed == 2 == q.metrics().adds
@@ -215,16 +215,16 @@ def test_default_controller_rate_limiter_matches_client_go() -> None:
 def test_add_rate_limited_counts_requeues_until_forget() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(base_delay=0.0))
     q.add_rate_limited("a")  # zero delay: added at once
-    assert q.len() == 1
+    assert len(q) == 1
     q.add_rate_limited("a")  # already queued: deduplicated
-    assert q.len() == 1
+    assert len(q) == 1
     assert q.num_requeues("a") == 2
     m = q.metrics()
     assert (m.retries, m.adds, m.deduplicated) == (2, 1, 1)
 
     q.forget("a")
     assert q.num_requeues("a") == 0
-    assert q.len() == 1  # forget resets the backoff only; the key stays queued
+    assert len(q) == 1  # forget resets the backoff only; the key stays queued
     q.shut_down()
 
 
@@ -276,7 +276,7 @@ def test_add_after_delivers_no_earlier_than_the_delay() -> None:
 def test_add_after_keeps_the_earlier_ready_time() -> None:
     q: DelayingQueue[str] = DelayingQueue("earlier")
     q.add_after("a", 3600)
-    assert (q.len(), q.metrics().waiting) == (0, 1)  # an hour away: not delivered
+    assert (len(q), q.metrics().waiting) == (0, 1)  # an hour away: not delivered
     q.add_after("a", 0.01)  # moves it earlier
     assert q.metrics().waiting == 1  # still one entry per key
     assert get_key(q) == "a"
@@ -303,7 +303,7 @@ def test_add_after_with_no_delay_adds_at_once_and_starts_no_thread() -> None:
     q: DelayingQueue[str] = DelayingQueue("nodelay")
     q.add_after("a", 0)
     q.add_after("b", -5)
-    assert q.len() == 2
+    assert len(q) == 2
     assert not thread_alive("workqueue-nodelay-waiting")
     with pytest.raises(ValueError):
         q.add_after("c", float("nan"))

@@ -7,7 +7,7 @@ server, so only the machinery around it changes -- and its cost is measured.
 ========================  ======  ==========================================================
 module                    lesson  what it is
 ========================  ======  ==========================================================
-:mod:`.controller`        01-03   :class:`~.controller.TenantReconciler`: the shared
+:mod:`.reconciler`        01-03   :class:`~.reconciler.TenantReconciler`: the shared
                                   reconcile step (reconcile a Tenant, or clean up after one)
 :mod:`.polling`           01      :class:`~.polling.PollingController`: LIST every N seconds,
                                   reconcile each; an orphan sweep handles deletions
@@ -15,11 +15,19 @@ module                    lesson  what it is
                                   (this controller's requests) and the API server's own
                                   ``/metrics`` ``apiserver_request_total`` (everyone's)
 :mod:`.listwatch`         02      :class:`~.listwatch.Reflector` (LIST, then WATCH from the
-                                  list's resourceVersion; bookmarks; reconnect; relist on
-                                  410 Gone) and :class:`~.listwatch.ListWatchController`
+                                  list's resourceVersion; bookmarks; reconnect; back off,
+                                  then relist on 410 Gone) and
+                                  :class:`~.listwatch.ListWatchController`
+:mod:`.reflector_policy`  02      :func:`~.reflector_policy.decide`: client-go's retry rules
+                                  (relist, re-watch, back off) as one pure function
+:mod:`.backoff`           02      client-go's reflector backoff (800 ms doubling to 30 s,
+                                  jitter, reset every 2 min)
+:mod:`.pager`             02      client-go ``tools/pager``: LIST in pages (limit + continue)
 :mod:`.keys`              03      work-queue keys: ``namespace/name`` (client-go key funcs)
 :mod:`.workqueue`         03      client-go ``util/workqueue``: de-duplicating, delaying,
                                   rate-limited queue
+:mod:`.listener`          03      client-go ``processorListener``: each event handler on its
+                                  own thread
 :mod:`.informer`          03      :class:`~.informer.Informer` (a store kept by the
                                   reflector, event handlers, resync) and
                                   :class:`~.informer.InformerController` (sample-controller:

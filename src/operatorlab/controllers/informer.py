@@ -8,7 +8,17 @@
   :class:`~operatorlab.controllers.listwatch.Reflector` (the same LIST + WATCH
   code as lesson 02, not a copy);
 * event handlers (``add_event_handler(on_add, on_update, on_delete)``, client-go's
-  ``ResourceEventHandlerFuncs``) called after the store has changed;
+  ``ResourceEventHandlerFuncs``) called after the store has changed, each on its
+  own thread (:class:`~operatorlab.controllers.listener.Listener`, client-go's
+  ``processorListener``), so a slow handler holds up neither the watch nor the
+  other handlers;
+* the cache's objects are never handed out: :meth:`Informer.get`,
+  :meth:`Informer.list` and the handlers receive copies. client-go hands out
+  the cached objects themselves and says "you must not modify anything
+  returned by Get or List" (k8s.io/client-go v0.36.3
+  ``tools/cache/thread_safe_store.go``); a mutation there corrupts the cache
+  silently (``KUBE_CACHE_MUTATION_DETECTOR=true`` makes an informer check for
+  one), here it cannot happen;
 * a periodic **resync** that re-delivers every cached object to ``on_update``
   as ``(obj, obj)`` every ``resync_period`` seconds -- from the cache, without
   a request -- so a controller re-checks everything now and then
@@ -28,19 +38,21 @@ newest state.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 from kubernetes import client
 
-from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.keys import meta_namespace_key, split_meta_namespace_key
-from operatorlab.controllers.listwatch import TENANTS, Reflector, Resource, WatchEvent
+from operatorlab.controllers.listener import Listener
+from operatorlab.controllers.listwatch import TENANTS, ListerWatcher, ListWatch, Reflector, Resource, WatchEvent
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient
+from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.controllers.workqueue import QueueMetrics, RateLimiter, RateLimitingQueue
 
 __all__ = [
@@ -80,7 +92,8 @@ def deletion_handling_key(obj: Obj | DeletedFinalStateUnknown) -> str:
 class Store:
     """A thread-safe map from key to object (client-go ``thread_safe_store.go``).
 
-    Objects are the dicts the API server sent; treat them as read-only.
+    It returns the objects it holds, not copies: it is the informer's own,
+    and the informer copies what it hands out.
     """
 
     def __init__(self) -> None:
@@ -92,7 +105,7 @@ class Store:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[Obj]:
+    def items(self) -> list[Obj]:
         """Every cached object."""
         with self._lock:
             return list(self._items.values())
@@ -118,7 +131,7 @@ class Store:
         with self._lock:
             return self._items.pop(key, None)
 
-    def replace(self, objects: list[Obj]) -> dict[str, Obj]:
+    def replace(self, objects: Iterable[Obj]) -> dict[str, Obj]:
         """Make the store exactly ``objects``; return what it held before."""
         new = {meta_namespace_key(obj): obj for obj in objects}
         with self._lock:
@@ -143,34 +156,43 @@ class EventHandler:
 class Informer:
     """A local cache of one collection kept by LIST + WATCH, with event handlers and resync.
 
-    Handlers run on the informer's threads (the reflector's, or the resync
-    timer's), one at a time, after the store has been updated; they should be
-    quick (enqueue a key), as a slow handler delays every later event.
-    Exceptions from handlers are logged and ignored.
+    The reflector's thread updates the store, then hands each handler its
+    notification, a copy of the object, through the handler's own
+    :class:`~operatorlab.controllers.listener.Listener` thread. Each handler
+    hears every change once, in order, one at a time, after the store has it;
+    a slow one delays only itself. Exceptions from handlers are logged and
+    ignored.
 
     Args:
-        api_client: used for the LIST and WATCH requests.
-        resource: what to cache (default: Tenants).
+        list_watch: the LIST and WATCH calls (:meth:`for_resource` builds them
+            for a collection).
         resync_period: seconds between resyncs; ``None`` or 0 disables them.
         watch_timeout: seconds, passed to the reflector.
+        name: for thread names.
     """
 
     def __init__(
         self,
-        api_client: client.ApiClient,
-        resource: Resource = TENANTS,
+        list_watch: ListerWatcher,
         *,
         resync_period: float | None = None,
         watch_timeout: float = 300.0,
+        name: str = "informer",
     ) -> None:
         self.store = Store()
         self.resync_period = resync_period
-        self.reflector = Reflector(api_client, resource, self, watch_timeout=watch_timeout, name=f"informer-{resource.plural}")
-        self._handlers: list[EventHandler] = []
-        self._dispatch = threading.RLock()  # handlers see one change at a time, in order
+        self.name = name
+        self.reflector = Reflector(list_watch, self, watch_timeout=watch_timeout, name=name)
+        self._listeners: list[tuple[EventHandler, Listener]] = []
+        self._dispatch = threading.RLock()  # the store and the listeners' buffers change together, in order
         self._stopping = threading.Event()
         self._resync_thread: threading.Thread | None = None
         self.resyncs = 0
+
+    @classmethod
+    def for_resource(cls, api_client: client.ApiClient, resource: Resource = TENANTS, **kwargs: Any) -> Informer:
+        """An informer on ``resource`` through ``api_client``; kwargs as for the class."""
+        return cls(ListWatch(api_client, resource), **{"name": f"informer-{resource.plural}", **kwargs})
 
     # -- handlers ---------------------------------------------------------------------
 
@@ -180,15 +202,27 @@ class Informer:
         on_update: Callable[[Obj, Obj], None] | None = None,
         on_delete: Callable[[Obj | DeletedFinalStateUnknown], None] | None = None,
     ) -> EventHandler:
-        """Register handlers. As in client-go, a handler added after the cache has
-        synced first hears ``on_add`` for every object already cached."""
+        """Register handlers, each set on its own thread. As in client-go, a handler
+        added after the cache has synced first hears ``on_add`` for every object already cached."""
         handler = EventHandler(on_add, on_update, on_delete)
+        listener = Listener(f"{self.name}-handler-{len(self._listeners)}")
         with self._dispatch:
-            self._handlers.append(handler)
+            self._listeners.append((handler, listener))
             if self.has_synced() and on_add:
-                for obj in self.store.list():
-                    self._call(on_add, obj)
+                for obj in self.store.items():
+                    listener.add(_call(on_add, copy.deepcopy(obj)))
         return handler
+
+    def wait_for_handlers(self, timeout: float | None = None) -> bool:
+        """Wait until every handler has heard of every change so far; False if ``timeout`` s passed first."""
+        with self._dispatch:
+            listeners = [listener for _, listener in self._listeners]
+        return all(listener.wait_idle(timeout) for listener in listeners)
+
+    def pending_notifications(self) -> int:
+        """Notifications buffered or running in the handlers' threads now."""
+        with self._dispatch:
+            return sum(listener.pending() for _, listener in self._listeners)
 
     # -- ReflectorSink: keeps the store, then tells the handlers -----------------------
 
@@ -203,65 +237,65 @@ class Informer:
                 else:
                     self._notify_update(previous, obj)
             new_keys = {meta_namespace_key(obj) for obj in objects}
-            for key, obj in old.items():
+            for key, gone in old.items():
                 if key not in new_keys:
-                    self._notify_delete(DeletedFinalStateUnknown(key, obj))
+                    self._notify_delete(DeletedFinalStateUnknown(key, gone))
 
     def apply(self, event: WatchEvent) -> None:
-        """One watch event: update the store, then the handlers (BOOKMARKs change nothing)."""
+        """One watch event: update the store, then the handlers (BOOKMARKs change nothing).
+
+        The store keeps its own copy: the event's object is also the one the
+        reflector's observers (a timeline) were given.
+        """
         if event.object is None or event.type not in ("ADDED", "MODIFIED", "DELETED"):
             return
+        obj = copy.deepcopy(dict(event.object))
         with self._dispatch:
             if event.type == "DELETED":
-                self.store.delete(meta_namespace_key(event.object))
-                self._notify_delete(event.object)
+                self.store.delete(meta_namespace_key(obj))
+                self._notify_delete(obj)
                 return
-            previous = self.store.put(event.object)
+            previous = self.store.put(obj)
             if previous is None:
-                self._notify_add(event.object)
+                self._notify_add(obj)
             else:
-                self._notify_update(previous, event.object)
+                self._notify_update(previous, obj)
 
     def resync(self) -> int:
         """Re-deliver every cached object as ``on_update(obj, obj)``; return how many."""
         with self._dispatch:
-            objects = self.store.list()
+            objects = self.store.items()
             for obj in objects:
                 self._notify_update(obj, obj)
             self.resyncs += 1
         return len(objects)
 
     def _notify_add(self, obj: Obj) -> None:
-        for h in self._handlers:
-            if h.on_add:
-                self._call(h.on_add, obj)
+        for handler, listener in self._listeners:
+            if handler.on_add:
+                listener.add(_call(handler.on_add, copy.deepcopy(obj)))
 
     def _notify_update(self, old: Obj, new: Obj) -> None:
-        for h in self._handlers:
-            if h.on_update:
-                self._call(h.on_update, old, new)
+        for handler, listener in self._listeners:
+            if handler.on_update:
+                new_copy = copy.deepcopy(new)
+                listener.add(_call(handler.on_update, new_copy if old is new else copy.deepcopy(old), new_copy))
 
     def _notify_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        for h in self._handlers:
-            if h.on_delete:
-                self._call(h.on_delete, obj)
-
-    @staticmethod
-    def _call(fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:
-            log.exception("informer: event handler %r failed", fn)
+        for handler, listener in self._listeners:
+            if handler.on_delete:
+                listener.add(_call(handler.on_delete, copy.deepcopy(obj)))
 
     # -- reading the cache -----------------------------------------------------------------
 
     def get(self, key: str) -> Obj | None:
-        """The cached object for ``key`` (``"name"`` or ``"namespace/name"``), or None."""
-        return self.store.get(key)
+        """A copy of the cached object for ``key`` (``"name"`` or ``"namespace/name"``), or None."""
+        obj = self.store.get(key)
+        return None if obj is None else copy.deepcopy(obj)
 
     def list(self) -> list[Obj]:
-        """Every cached object."""
-        return self.store.list()
+        """Copies of every cached object."""
+        return copy.deepcopy(self.store.items())
 
     def has_synced(self) -> bool:
         """True once the first LIST is in the store (client-go ``HasSynced``)."""
@@ -278,8 +312,11 @@ class Informer:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> Informer:
-        """Start the reflector and, if configured, the resync timer (does not wait for sync)."""
+        """Start the reflector, the handlers' threads and, if configured, the resync timer (does not wait for sync)."""
         self._stopping.clear()
+        with self._dispatch:
+            for _, listener in self._listeners:
+                listener.start()
         self.reflector.start()
         if self.resync_period:
             self._resync_thread = threading.Thread(target=self._resync_loop, name="informer-resync", daemon=True)
@@ -293,6 +330,8 @@ class Informer:
             self._resync_thread.join(timeout)
             self._resync_thread = None
         self.reflector.stop(timeout)
+        for _, listener in self._listeners:
+            listener.stop(timeout)
 
     def _resync_loop(self) -> None:
         assert self.resync_period
@@ -311,7 +350,8 @@ class InformerController:
     """The sample-controller loop over Tenants: informer -> work queue -> workers -> reconcile.
 
     * The informer's handlers enqueue the Tenant's key on add, update (and so
-      on every resync) and delete. Nothing else happens on the watch thread.
+      on every resync) and delete, each on its handler's own thread; the
+      watch thread only hands the notifications over.
     * ``workers`` threads each run :meth:`process_next_work_item` until the
       queue shuts down. The queue never hands one key to two workers.
     * :meth:`sync_handler` reads the Tenant **from the informer's cache** and
@@ -353,7 +393,8 @@ class InformerController:
             raise ValueError(f"workers must be >= 0, got {workers}")
         self.api = CountingApiClient.wrap(api_client)
         self.reconciler = reconciler or TenantReconciler(self.api)
-        self.informer = Informer(self.api, TENANTS, resync_period=resync_period, watch_timeout=watch_timeout)
+        self.informer = Informer.for_resource(
+            self.api, TENANTS, resync_period=resync_period, watch_timeout=watch_timeout)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(rate_limiter, name="tenants")
         self.workers = workers
         self.permanent_failures: dict[str, str] = {}
@@ -422,7 +463,7 @@ class InformerController:
     def drain(self, limit: int | None = None) -> int:
         """Process keys already queued without waiting; return how many (for ``workers=0``)."""
         done = 0
-        while (limit is None or done < limit) and self.queue.len() > 0:
+        while (limit is None or done < limit) and len(self.queue) > 0:
             try:
                 if not self.process_next_work_item(timeout=0):
                     break
@@ -453,7 +494,8 @@ class InformerController:
             self.stop()
             raise TimeoutError(f"informer controller: cache not synced within {sync_timeout}s")
         self._threads = [
-            threading.Thread(target=self._run_worker, name=f"tenant-worker-{i}", daemon=True) for i in range(self.workers)
+            threading.Thread(target=self._run_worker, name=f"tenant-worker-{i}", daemon=True)
+            for i in range(self.workers)
         ]
         for thread in self._threads:
             thread.start()
@@ -500,12 +542,13 @@ class InformerController:
         """The informer's reflector (its LIST + WATCH), e.g. for ``rewatch_from``."""
         return self.informer.reflector
 
-    def _drop_stream(self) -> bool:
-        """Test hook: break the informer's open watch connection."""
-        return self.informer.reflector._drop_stream()
-
     def __enter__(self) -> InformerController:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _call(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+    """A notification: ``fn(*args)`` when the listener gets to it."""
+    return lambda: fn(*args)

@@ -1,10 +1,16 @@
 """LIST, then WATCH from the list's resourceVersion: the reflector, and a controller on it.
 
-:class:`Reflector` is client-go's ``tools/cache/reflector.go`` ``ListAndWatch``
-in Python, with threads:
+:class:`Reflector` is client-go's ``tools/cache/reflector.go`` in Python, with
+threads (read in k8s.io/client-go v0.36.3):
 
-1. **LIST** the collection. The list's ``metadata.resourceVersion`` is the
-   point in the object history the list is a snapshot of.
+1. **LIST** the collection, in pages (:mod:`~operatorlab.controllers.pager`).
+   The list's ``metadata.resourceVersion`` is the point in the object history
+   the list is a snapshot of. Which resourceVersion the LIST *asks* for
+   matters: ``"0"`` the first time (whatever the API server's watch cache
+   holds, served from memory), ``""`` for the newest state (a consistent
+   read; since Kubernetes 1.34 also served from the watch cache, once the
+   cache has caught up with etcd), or the last one seen, for a relist
+   (:func:`~operatorlab.controllers.reflector_policy.list_resource_version`).
 2. **WATCH** from that resourceVersion: the server streams every change after
    it, in order, as JSON lines ``{"type": ..., "object": ...}`` of type
    ``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK`` (a progress marker that
@@ -18,22 +24,42 @@ in Python, with threads:
    server's ``timeoutSeconds`` ran out, or the connection dropped -- WATCH
    again from that resourceVersion: nothing is missed and nothing is listed
    again.
-4. If the server answers ``410 Gone`` (``reason: Expired``, "too old resource
-   version"), the history we would resume from is no longer kept: LIST again
-   (a *relist*) and watch from the new list. The 410 may come as an ``ERROR``
-   event on an open stream (what kube-apiserver's watch cache sends) or as the
-   HTTP status of the watch request; both are handled the same way.
+4. Anything else -- ``410 Gone`` (the history we would resume from is no
+   longer kept), another error, a stream that ended at once -- is decided by
+   :func:`~operatorlab.controllers.reflector_policy.decide`, client-go's rules
+   row by row: back off (800 ms doubling to 30 s, with jitter:
+   :mod:`~operatorlab.controllers.backoff`), then LIST again (a *relist*), or,
+   for ``429 Too Many Requests`` and a refused connection, WATCH again from the
+   same resourceVersion. A 410 may come as an ``ERROR`` event on an open stream
+   (what kube-apiserver's watch cache sends) or as the HTTP status of the watch
+   request; either way the reflector backs off, then relists.
 
-Sources: Kubernetes API concepts, "Efficient detection of changes", "Watch
-bookmarks" and "Resource versions"
-(https://kubernetes.io/docs/reference/using-api/api-concepts/); client-go
-``tools/cache/reflector.go`` (``ListAndWatch``, ``watchHandler``,
-``isExpiredError``).
+The reflector is given its LIST and WATCH calls (a :class:`ListerWatcher`,
+client-go's ``cache.ListerWatcher``), so its loop runs the same against the
+API server (:class:`ListWatch`) and against scripted answers in a unit test.
 
 The raw stream (``watch=True`` with ``_preload_content=False``) is read here
 instead of ``kubernetes.watch.Watch``, because that helper hides what the
 lesson is about: it retries a first 410 by itself and turns other ERROR events
 into exceptions.
+
+Feature gates, as read in k8s.io/apiserver and k8s.io/client-go v0.36.3: the
+server's ``ConsistentListFromCache`` (a LIST at resourceVersion ``""`` served
+from the watch cache) was alpha in 1.28, on by default since 1.31 and is GA,
+always on, since 1.34; its ``WatchList`` (the initial state sent as watch
+events) is beta, on by default since 1.34 (it was on in 1.32 and off again in
+1.33); client-go's ``WatchListClient`` is beta, on by default since 1.35.
+
+Where client-go does more: its watch timeout is random in [5, 10) minutes
+(here: ``watch_timeout``, fixed); since 1.35 its reflector first asks for the
+initial state as a watch (``sendInitialEvents=true``, the ``WatchListClient``
+feature) and falls back to LIST + WATCH when the server does not serve that,
+which is what this reflector always does.
+
+Sources: Kubernetes API concepts, "Efficient detection of changes", "Watch
+bookmarks", "Retrieving large results sets in chunks" and "Resource versions"
+(https://kubernetes.io/docs/reference/using-api/api-concepts/); client-go
+``tools/cache/reflector.go`` and ``tools/pager/pager.go``.
 
 :class:`ListWatchController` reconciles on every event it receives (no cache, no
 work queue): the step between polling and the informer.
@@ -41,36 +67,49 @@ work queue): the step between polling and the informer.
 
 from __future__ import annotations
 
-import http.client
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import urllib3
 from kubernetes import client
 
-from operatorlab.controllers.reconciler import TenantReconciler
+from operatorlab.controllers.backoff import BackoffManager
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient
+from operatorlab.controllers.pager import DEFAULT_PAGE_SIZE, list_pages
+from operatorlab.controllers.reconciler import TenantReconciler
+from operatorlab.controllers.reflector_policy import (
+    Attempt,
+    Decision,
+    Failure,
+    Interrupt,
+    Next,
+    Outcome,
+    RequestFailed,
+    decide,
+    list_resource_version,
+)
 
 __all__ = [
     "TENANTS",
+    "ListWatch",
     "ListWatchController",
+    "ListerWatcher",
     "Reflector",
     "ReflectorSink",
     "Resource",
+    "StreamBroken",
     "WatchEvent",
+    "WatchStream",
+    "failure_of",
 ]
 
 log = logging.getLogger(__name__)
-
-#: Watch event types the API server sends.
-SERVER_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
-#: Markers the reflector adds to the timeline for what *it* did.
-CLIENT_EVENT_TYPES = ("LIST", "WATCH", "CLOSED", "DROPPED")
 
 
 @dataclass(frozen=True)
@@ -89,10 +128,15 @@ class Resource:
     namespace: str | None = None
 
     def list(self, api: client.CustomObjectsApi, **kwargs: Any) -> Any:
-        """``list_cluster_custom_object`` or ``list_namespaced_custom_object``; kwargs passed on."""
+        """LIST: ``list_cluster_custom_object`` or ``list_namespaced_custom_object``; kwargs passed on."""
         if self.namespace:
             return api.list_namespaced_custom_object(self.group, self.version, self.namespace, self.plural, **kwargs)
         return api.list_cluster_custom_object(self.group, self.version, self.plural, **kwargs)
+
+    def watch(self, api: client.CustomObjectsApi, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        """WATCH: the same call with ``watch=True``; returns the open, unread HTTP response."""
+        response: urllib3.BaseHTTPResponse = self.list(api, watch=True, _preload_content=False, **kwargs)
+        return response
 
 
 #: hedronite.io/v1 Tenant (crds/tenant.yaml), cluster-scoped.
@@ -109,7 +153,9 @@ class WatchEvent:
             completed; ``resource_version`` is the list's), ``WATCH`` (a
             stream opened from ``resource_version``), ``CLOSED`` (the server
             ended the stream, normally at ``timeoutSeconds``), ``DROPPED`` (the
-            connection broke).
+            connection broke), ``BACKOFF`` (the reflector waits before its next
+            request; ``detail`` says how long and why). A failed request is an
+            ``ERROR`` marker with the answer's ``code``.
         name, namespace: the object's; ``""`` for markers, bookmarks and errors.
         resource_version: the object's (or bookmark's, or list's) resourceVersion.
         time: ``time.time()`` when the reflector saw it.
@@ -127,11 +173,6 @@ class WatchEvent:
     code: int | None = None
     detail: str = ""
 
-    @property
-    def from_server(self) -> bool:
-        """True for events the API server sent, False for the reflector's markers."""
-        return self.type in SERVER_EVENT_TYPES
-
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any], *, at: float | None = None) -> WatchEvent:
         """Build one from a decoded watch line ``{"type": ..., "object": {...}}``."""
@@ -144,6 +185,185 @@ class WatchEvent:
             resource_version=meta.get("resourceVersion", ""), time=time.time() if at is None else at,
             object=obj, code=code, detail=obj.get("message", "") if kind == "ERROR" else "",
         )
+
+
+# -- the LIST and WATCH calls a reflector is given ------------------------------------------
+
+
+class StreamBroken(Exception):
+    """The connection of an open watch broke (no end-of-stream from the server)."""
+
+
+class WatchStream(Protocol):
+    """An open watch: its events as they arrive, and a way to close it from another thread."""
+
+    def events(self) -> Generator[Mapping[str, Any], None, None]:
+        """Each decoded event ``{"type": ..., "object": ...}``, until the stream ends.
+
+        Closing the generator releases the connection.
+
+        Raises:
+            StreamBroken: the connection broke.
+            RequestFailed: a line could not be decoded.
+        """
+        ...
+
+    def close(self) -> None:
+        """Close it now (safe from any thread): :meth:`events` stops soon after."""
+        ...
+
+
+class ListerWatcher(Protocol):
+    """client-go ``cache.ListerWatcher``: the two requests a reflector makes.
+
+    Both raise :class:`~operatorlab.controllers.reflector_policy.RequestFailed`
+    when the request fails.
+    """
+
+    def list(self, *, resource_version: str, limit: int, continue_token: str, timeout: float) -> Mapping[str, Any]:
+        """One LIST page: ``resource_version`` ``""`` is sent as no resourceVersion at all; 0 ``limit``: unpaged."""
+        ...
+
+    def watch(self, *, resource_version: str, timeout: float) -> WatchStream:
+        """Open a watch from ``resource_version``, with bookmarks, that the server ends after ``timeout`` s."""
+        ...
+
+
+class ListWatch:
+    """A :class:`ListerWatcher` for one :class:`Resource` through the kubernetes client.
+
+    Args:
+        api_client: used for every request (a
+            :class:`~operatorlab.controllers.metrics.CountingApiClient` counts them).
+        resource: the collection.
+        connect_timeout: seconds to establish a connection.
+        read_margin: seconds past a watch's timeout after which a silent
+            stream is taken as dead (the client-side read timeout).
+    """
+
+    def __init__(self, api_client: client.ApiClient, resource: Resource, *, connect_timeout: float = 10.0,
+                 read_margin: float = 30.0) -> None:
+        self.api = client.CustomObjectsApi(api_client)
+        self.resource = resource
+        self.connect_timeout = connect_timeout
+        self.read_margin = read_margin
+
+    def list(self, *, resource_version: str, limit: int, continue_token: str, timeout: float) -> Mapping[str, Any]:
+        options: dict[str, Any] = {"timeout_seconds": int(timeout),
+                                   "_request_timeout": (self.connect_timeout, timeout + 5)}
+        if resource_version:
+            options["resource_version"] = resource_version
+        if limit:
+            options["limit"] = limit
+        if continue_token:
+            options["_continue"] = continue_token
+        try:
+            body: Mapping[str, Any] = self.resource.list(self.api, **options)
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise RequestFailed(failure_of(e)) from e
+        return body
+
+    def watch(self, *, resource_version: str, timeout: float) -> HttpWatchStream:
+        try:
+            response = self.resource.watch(
+                self.api, resource_version=resource_version, allow_watch_bookmarks=True,
+                timeout_seconds=int(timeout), _request_timeout=(self.connect_timeout, timeout + self.read_margin),
+            )
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise RequestFailed(failure_of(e)) from e
+        return HttpWatchStream(response)
+
+
+class HttpWatchStream:
+    """A :class:`WatchStream` over a streamed HTTP response: one JSON event per line."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self.response = response
+
+    def events(self) -> Generator[Mapping[str, Any], None, None]:
+        try:
+            for line in _lines(self.response):
+                try:
+                    yield json.loads(line)
+                except ValueError as e:  # client-go: the decoder's error becomes a 500 "ClientWatchDecoding"
+                    failure = Failure(500, "InternalError", message=f"unable to decode a watch event: {e}")
+                    raise RequestFailed(failure) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise StreamBroken(_describe(e)) from e
+        finally:  # a watch connection is not reused: close it, then give it back to the pool
+            self.response.close()
+            self.response.release_conn()
+
+    def close(self) -> None:
+        try:
+            self.response.shutdown()  # urllib3 >= 2.3: shut the socket down, waking the blocked read
+        except (AttributeError, ValueError, RuntimeError, OSError):
+            try:
+                self.response.close()
+            except Exception as e:  # noqa: BLE001 - best effort: the read will fail either way
+                log.debug("closing a watch response: %s", e)
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The lines of a streamed body as they arrive (one JSON watch event each)."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer
+
+
+def failure_of(e: BaseException) -> Failure:
+    """What a request's exception says: the ``Status`` the server answered, or a network failure.
+
+    A refused connection is found anywhere in the exception's chain (urllib3
+    wraps ``ConnectionRefusedError`` in ``NewConnectionError`` in
+    ``MaxRetryError``), as apimachinery's ``IsConnectionRefused`` unwraps to
+    ``ECONNREFUSED``.
+    """
+    if isinstance(e, client.ApiException):
+        status: dict[str, Any] = {}
+        with contextlib.suppress(TypeError, ValueError):  # no Status body (e.g. a proxy's own answer)
+            status = json.loads(e.body or "")
+        return _failure_from_status(status, code=e.status, message=_describe(e))
+    return Failure(refused=_refused(e), message=_describe(e))
+
+
+def _failure_from_status(status: Mapping[str, Any], *, code: int | None = None, message: str = "") -> Failure:
+    """A Failure from a ``Status`` object (a failed request's body, or an ERROR event's object)."""
+    causes = ((status.get("details") or {}).get("causes")) or []
+    return Failure(
+        code=status.get("code") or code, reason=status.get("reason") or "",
+        causes=tuple(c.get("reason", "") for c in causes if isinstance(c, Mapping)),  # Go's StatusCause.Type
+        message=message or status.get("message") or "",
+    )
+
+
+def _refused(e: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ConnectionRefusedError):
+            return True
+        reason = getattr(e, "reason", None)  # urllib3 MaxRetryError.reason
+        e = reason if isinstance(reason, BaseException) else (e.__cause__ or e.__context__)
+    return False
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, client.ApiException):
+        try:
+            return f"{e.status}: {json.loads(e.body or '')['message']}"
+        except (TypeError, ValueError, KeyError):
+            return f"{e.status}: {e.reason}"
+    return f"{type(e).__name__}: {e}"
+
+
+# -- the reflector ----------------------------------------------------------------------------
 
 
 class ReflectorSink(Protocol):
@@ -159,78 +379,88 @@ class ReflectorSink(Protocol):
         """One ``ADDED``, ``MODIFIED``, ``DELETED`` or ``BOOKMARK`` event from the stream."""
 
 
-class _WatchExpired(Exception):
-    """The server said 410 Gone: the resourceVersion we resume from is too old."""
-
-
-class _WatchFailed(Exception):
-    """The server sent an ERROR event other than 410."""
-
-
 class Reflector:
     """Keeps a :class:`ReflectorSink` in step with a collection by LIST + WATCH.
 
-    Runs on one background thread (:meth:`start` / :meth:`stop`). Failed
-    requests are retried after a backoff that doubles from ``backoff_initial``
-    to ``backoff_max`` seconds (client-go: ``wait.BackoffUntil`` around
-    ``ListAndWatch``); after an error other than a dropped connection it
-    relists.
+    Runs on one background thread (:meth:`start` / :meth:`stop`). After each
+    LIST or WATCH attempt, :func:`~operatorlab.controllers.reflector_policy.decide`
+    says what comes next and whether to back off first; the backoff is
+    client-go's (:data:`~operatorlab.controllers.backoff.REFLECTOR_BACKOFF`),
+    one :class:`~operatorlab.controllers.backoff.BackoffManager` for every reason.
 
     Args:
-        api_client: used for every request (a
-            :class:`~operatorlab.controllers.metrics.CountingApiClient` counts them).
-        resource: the collection.
+        list_watch: the LIST and WATCH calls (:class:`ListWatch` for a real
+            collection).
         sink: receives the lists and events.
         watch_timeout: seconds; sent as the watch's ``timeoutSeconds``, so the
             server closes each stream after that long and we re-watch
             (client-go picks 5-10 minutes at random).
-        connect_timeout: seconds to establish a connection.
-        read_margin: seconds past ``watch_timeout`` after which a silent
-            stream is taken as dead (the client-side read timeout).
-        list_timeout: seconds for a LIST (client and ``timeoutSeconds``).
-        backoff_initial, backoff_max: seconds, the retry backoff after errors.
+        list_timeout: seconds for each LIST page (client and ``timeoutSeconds``).
+        page_size: LIST page size (client-go ``WatchListPageSize``); 0 chooses
+            as client-go does: pages of 500 for resourceVersion ``""`` or ``"0"``
+            (the server ignores the limit for ``"0"``, serving the whole list
+            from its cache), and no paging at a given resourceVersion, so that
+            the watch cache can serve the relist.
+        first_list_resource_version: ``"0"`` (client-go: whatever the watch cache
+            holds) or ``""`` (the newest state, a consistent read).
+        backoff: the backoff manager (default: client-go's parameters).
+        clock: monotonic seconds, to time the streams (``time.monotonic``).
         name: for thread names and logs.
     """
 
     def __init__(
         self,
-        api_client: client.ApiClient,
-        resource: Resource,
+        list_watch: ListerWatcher,
         sink: ReflectorSink,
         *,
         watch_timeout: float = 300.0,
-        connect_timeout: float = 10.0,
-        read_margin: float = 30.0,
         list_timeout: float = 60.0,
-        backoff_initial: float = 0.5,
-        backoff_max: float = 30.0,
+        page_size: int = 0,
+        first_list_resource_version: str = "0",
+        backoff: BackoffManager | None = None,
+        clock: Callable[[], float] = time.monotonic,
         name: str = "",
     ) -> None:
-        self.api = client.CustomObjectsApi(api_client)
-        self.resource = resource
+        if first_list_resource_version not in ("0", ""):
+            raise ValueError(f'first_list_resource_version must be "0" or "", got {first_list_resource_version!r}')
+        if page_size < 0:
+            raise ValueError(f"page_size must be >= 0, got {page_size}")
+        self.list_watch = list_watch
         self.sink = sink
         self.watch_timeout = watch_timeout
-        self.connect_timeout = connect_timeout
-        self.read_margin = read_margin
         self.list_timeout = list_timeout
-        self.backoff_initial = backoff_initial
-        self.backoff_max = backoff_max
-        self.name = name or resource.plural
+        self.page_size = page_size
+        self.first_list_resource_version = first_list_resource_version
+        self.backoff = backoff or BackoffManager()
+        self.name = name or type(sink).__name__.lower()
+        self._clock = clock
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._synced = threading.Event()
-        self._relist_requested = threading.Event()
         self._thread: threading.Thread | None = None
-        self._response: urllib3.HTTPResponse | None = None
-        self._dropping = False
+        self._stream: WatchStream | None = None
+        self._interrupt: Interrupt | None = None  # why we closed the open stream ourselves
+        self._relist_pending = False
         self._resource_version = ""
+        self._resource_version_unavailable = False  # client-go isLastSyncResourceVersionUnavailable
+        self._paginated_result = False  # client-go paginatedResult: a "0" list came back in pages
         self._next_watch_from: str | None = None  # one-shot override set by rewatch_from()
         self._observers: list[Callable[[WatchEvent], None]] = []
+        self.decisions: list[Decision] = []  # the last few, newest last (for a lesson or a test)
         self.lists = 0
-        self.watches = 0
+        self.list_requests = 0  # LIST pages requested, failed ones included
+        self.watches = 0  # streams opened
         self.events = 0
         self.expired = 0  # 410 Gone answers
         self.drops = 0  # streams that broke (not closed by the server)
+        self.backoffs = 0
+
+    @classmethod
+    def for_resource(
+        cls, api_client: client.ApiClient, resource: Resource, sink: ReflectorSink, **kwargs: Any
+    ) -> Reflector:
+        """A reflector for ``resource`` through ``api_client`` (:class:`ListWatch`); kwargs as for the class."""
+        return cls(ListWatch(api_client, resource), sink, **{"name": resource.plural, **kwargs})
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -240,20 +470,20 @@ class Reflector:
             raise RuntimeError(f"reflector {self.name}: already started")
         self._stopping.clear()
         self._synced.clear()  # a restart lists again before it counts as synced
-        self._relist_requested.clear()
+        self._relist_pending = False
         self._thread = threading.Thread(target=self._run, name=f"reflector-{self.name}", daemon=True)
         self._thread.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop and join the thread (an open stream is closed at once).
+        """Stop and join the thread (an open stream is closed at once, a backoff cut short).
 
         Raises:
             TimeoutError: the thread did not finish within ``timeout`` s (e.g. the
                 sink is stuck in a long reconcile).
         """
         self._stopping.set()
-        self._drop_stream()
+        self._close_stream(None)
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
@@ -288,141 +518,170 @@ class Reflector:
     # -- teaching hooks ------------------------------------------------------------
 
     def relist(self) -> None:
-        """LIST again as soon as possible (the open stream is closed)."""
-        self._relist_requested.set()
-        self._drop_stream()
+        """LIST again as soon as possible (the open stream is closed; no backoff)."""
+        self._close_stream(Interrupt.RELIST)
 
     def rewatch_from(self, resource_version: str) -> None:
         """Resume the next watch from ``resource_version`` instead of the last seen one.
 
         With a very old one (e.g. ``"1"``) the server answers 410 Gone and the
-        reflector relists: how a notebook forces the 410 path on a real server.
+        reflector backs off, then relists: how a notebook forces the 410 path
+        on a real server.
         """
         # Not written to _resource_version: events still arriving on the open stream
         # would overwrite it before the next watch starts.
         with self._lock:
             self._next_watch_from = resource_version
-        self._drop_stream()
+        self._close_stream(Interrupt.REWATCH)
 
-    def _drop_stream(self) -> bool:
-        """Break the open watch connection from the client side, as a network failure would.
+    def break_watch(self) -> bool:
+        """Close the open watch connection from our side, as a network failure would.
 
-        The reflector sees the stream end, emits ``DROPPED`` and re-watches
-        from the last resourceVersion it saw. Returns False if no stream was open.
+        The reflector sees the stream end (``DROPPED``) and watches again, at
+        once, from the last resourceVersion it saw. Returns False if no stream
+        was open.
         """
+        return self._close_stream(Interrupt.REWATCH)
+
+    def _close_stream(self, why: Interrupt | None) -> bool:
         with self._lock:
-            response = self._response
-            if response is None:
+            stream = self._stream
+            if stream is None:
+                self._relist_pending = self._relist_pending or why is Interrupt.RELIST
                 return False
-            self._dropping = True
-        try:
-            response.shutdown()  # urllib3 >= 2.3: shut the socket down, waking the blocked read
-        except (AttributeError, ValueError, RuntimeError, OSError):
-            try:
-                response.close()
-            except Exception:  # noqa: BLE001 - best effort: the read will fail either way
-                pass
+            self._interrupt = why
+        stream.close()
         return True
 
     # -- the loop -------------------------------------------------------------------
 
     def _run(self) -> None:
-        backoff = self.backoff_initial
-        need_list = True
+        step = Next.LIST
         while not self._stopping.is_set():
+            with self._lock:
+                if self._relist_pending:
+                    step, self._relist_pending = Next.LIST, False
             try:
-                if need_list or self._relist_requested.is_set():
-                    self._relist_requested.clear()
-                    self._list_and_replace()
-                    need_list = False
-                self._watch()
-                backoff = self.backoff_initial
-            except _WatchExpired:
-                need_list = True  # 410: relist at once, no backoff (client-go does the same)
-            except (_WatchFailed, client.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
-                if self._stopping.is_set():
-                    break
-                if isinstance(e, client.ApiException) and e.status == 410:  # e.g. an expired LIST continue token
-                    need_list = True
-                    continue
-                log.warning("reflector %s: %s; retrying in %.1fs", self.name, _describe(e), backoff)
-                # A refused connection: keep what we had; a server error: relist, as ListAndWatch does.
-                need_list = need_list or not isinstance(e, (urllib3.exceptions.HTTPError, OSError))
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, self.backoff_max)
+                outcome = self._list() if step is Next.LIST else self._watch()
+            except Exception as e:  # a broken list or watch call must not end the thread unseen
+                log.exception("reflector %s: %s failed unexpectedly", self.name, step.value)
+                attempt = Attempt.LIST if step is Next.LIST else Attempt.WATCH
+                outcome = Outcome(attempt, Failure(message=_describe(e)))
+            if self._stopping.is_set():
+                outcome = replace(outcome, stopping=True)
+            decision = decide(outcome)
+            self.decisions = [*self.decisions[-99:], decision]
+            if decision.next is Next.STOP:
+                return
+            if decision.list_latest:
+                with self._lock:
+                    self._resource_version_unavailable = True
+            if decision.back_off:
+                delay = self.backoff.step()
+                self.backoffs += 1
+                self._emit(WatchEvent("BACKOFF", resource_version=self.resource_version,
+                                      detail=f"{delay:.2f}s, then {decision.next.value}: {decision.why}"))
+                log.info("reflector %s: %s; next %s in %.2fs", self.name, decision.why, decision.next.value, delay)
+                if self._stopping.wait(delay):
+                    return
+            step = decision.next
 
-    def _list_and_replace(self) -> None:
-        result = self.resource.list(
-            self.api, timeout_seconds=int(self.list_timeout), _request_timeout=(self.connect_timeout, self.list_timeout + 5)
-        )
-        items = list(result.get("items") or [])
-        resource_version = (result.get("metadata") or {}).get("resourceVersion", "")
-        self.lists += 1
-        self._emit(WatchEvent("LIST", resource_version=resource_version, detail=f"{len(items)} objects"))
-        self._deliver(lambda: self.sink.replace(items, resource_version))
+    def _list(self) -> Outcome:
+        """One (paged) LIST, delivered to the sink."""
         with self._lock:
-            self._resource_version = resource_version
+            resource_version = list_resource_version(
+                self._resource_version, self._resource_version_unavailable, initial=self.first_list_resource_version)
+        page_size = self._page_size(resource_version)
+
+        def page(*, resource_version: str, limit: int, continue_token: str) -> Mapping[str, Any]:
+            self.list_requests += 1
+            return self.list_watch.list(resource_version=resource_version, limit=limit, continue_token=continue_token,
+                                        timeout=self.list_timeout)
+
+        try:
+            listed = list_pages(page, resource_version=resource_version, page_size=page_size)
+        except RequestFailed as e:
+            self._emit(WatchEvent("ERROR", resource_version=resource_version, code=e.failure.code,
+                                  detail=f"LIST failed: {e.failure.message}"))
+            return Outcome(Attempt.LIST, e.failure, resource_version=resource_version)
+        if resource_version == "0" and listed.paginated:
+            self._paginated_result = True  # the watch cache is off for this resource: keep paging
+        self.lists += 1
+        self._emit(WatchEvent("LIST", resource_version=listed.resource_version,
+                              detail=f"{len(listed.items)} objects in {listed.pages} page(s), "
+                                     f"asked for resourceVersion {resource_version!r}"))
+        self._deliver(lambda: self.sink.replace(listed.items, listed.resource_version))
+        with self._lock:
+            self._resource_version = listed.resource_version
+            self._resource_version_unavailable = False
             self._next_watch_from = None  # a fresh list supersedes any requested rewatch
         self._synced.set()
+        return Outcome(Attempt.LIST, resource_version=resource_version)
 
-    def _watch(self) -> None:
-        """One watch request, read to its end. Raises _WatchExpired on 410."""
+    def _page_size(self, resource_version: str) -> int:
+        """client-go ``list``: the explicit size, else 500, but unpaged at a given resourceVersion."""
+        if self.page_size:
+            return self.page_size
+        if self._paginated_result or resource_version in ("", "0"):
+            return DEFAULT_PAGE_SIZE
+        return 0
+
+    def _watch(self) -> Outcome:
+        """One watch request, its stream read to the end."""
         with self._lock:
             resource_version = self._next_watch_from or self._resource_version
             self._next_watch_from = None
+        started = self._clock()  # before the request, as client-go (a proxy may hold the headers)
         try:
-            response = self.resource.list(
-                self.api,
-                watch=True,
-                resource_version=resource_version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=int(self.watch_timeout),
-                _preload_content=False,
-                _request_timeout=(self.connect_timeout, self.watch_timeout + self.read_margin),
-            )
-        except client.ApiException as e:
-            if e.status == 410:  # the request itself refused as Gone
+            stream = self.list_watch.watch(resource_version=resource_version, timeout=self.watch_timeout)
+        except RequestFailed as e:
+            if e.failure.expired:
                 self.expired += 1
-                self._emit(WatchEvent("ERROR", resource_version=resource_version, code=410, detail=_describe(e)))
-                raise _WatchExpired() from e
-            raise
+            self._emit(WatchEvent("ERROR", resource_version=resource_version, code=e.failure.code,
+                                  detail=f"WATCH failed: {e.failure.message}"))
+            return Outcome(Attempt.WATCH, e.failure, resource_version=resource_version)
         self.watches += 1
         with self._lock:
-            self._response, self._dropping = response, False
+            self._stream, self._interrupt = stream, None
         if self._stopping.is_set():  # stop() ran before the stream was registered
-            self._drop_stream()
+            stream.close()
         self._emit(WatchEvent("WATCH", resource_version=resource_version))
-        ended = "CLOSED"
+        events, failure, ended, detail = 0, None, "CLOSED", "server closed the stream"
+        received = stream.events()
         try:
-            for line in _lines(response):
-                self._handle(json.loads(line))
-        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as e:
-            ended, detail = "DROPPED", _describe(e)
-        else:
-            detail = "server closed the stream"
+            for raw in received:
+                event = WatchEvent.from_raw(raw)
+                events += 1
+                self.events += 1
+                self._emit(event)
+                if event.type == "ERROR":
+                    failure = _failure_from_status(event.object or {}, message=event.detail)
+                    break
+                self._apply(event)
+        except RequestFailed as e:
+            failure = e.failure
+        except StreamBroken as e:
+            ended, detail = "DROPPED", str(e)
         finally:
             with self._lock:
-                self._response = None
-                dropped_by_us, self._dropping = self._dropping, False
-            response.close()
-            response.release_conn()
-        if self._stopping.is_set():
-            ended, detail = "CLOSED", "reflector stopped"
-        elif dropped_by_us:
-            ended, detail = "DROPPED", "connection closed by the client"
-        if ended == "DROPPED":
-            self.drops += 1
-        self._emit(WatchEvent(ended, resource_version=self.resource_version, detail=detail))
-
-    def _handle(self, raw: Mapping[str, Any]) -> None:
-        event = WatchEvent.from_raw(raw)
-        self.events += 1
-        self._emit(event)
-        if event.type == "ERROR":
-            if event.code == 410:
+                self._stream = None
+                interrupted, self._interrupt = self._interrupt, None
+            received.close()
+        if failure is not None:
+            if failure.expired:
                 self.expired += 1
-                raise _WatchExpired(event.detail)
-            raise _WatchFailed(f"ERROR event {event.code}: {event.detail}")
+        else:  # an ERROR event is its own marker; otherwise say how the stream ended
+            if self._stopping.is_set():
+                ended, detail = "CLOSED", "reflector stopped"
+            elif interrupted is not None:
+                ended, detail = "DROPPED", "connection closed by the client"
+            if ended == "DROPPED":
+                self.drops += 1
+            self._emit(WatchEvent(ended, resource_version=self.resource_version, detail=detail))
+        return Outcome(Attempt.STREAM, failure, resource_version=resource_version, seconds=self._clock() - started,
+                       events=events, interrupted=interrupted)
+
+    def _apply(self, event: WatchEvent) -> None:
         if event.type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
             log.warning("reflector %s: ignoring unknown event type %r", self.name, event.type)
             return
@@ -443,28 +702,6 @@ class Reflector:
                 observer(event)
             except Exception:
                 log.exception("reflector %s: event observer failed", self.name)
-
-
-def _lines(response: urllib3.HTTPResponse) -> Iterator[bytes]:
-    """The lines of a streamed body as they arrive (one JSON watch event each)."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line.strip():
-                yield line
-    if buffer.strip():
-        yield buffer
-
-
-def _describe(e: BaseException) -> str:
-    if isinstance(e, client.ApiException):
-        try:
-            return f"{e.status}: {json.loads(e.body)['message']}"
-        except (TypeError, ValueError, KeyError):
-            return f"{e.status}: {e.reason}"
-    return f"{type(e).__name__}: {e}"
 
 
 class ListWatchController:
@@ -507,7 +744,7 @@ class ListWatchController:
     ) -> None:
         self.api = CountingApiClient.wrap(api_client)
         self.reconciler = reconciler or TenantReconciler(self.api)
-        self.reflector = Reflector(self.api, TENANTS, self, watch_timeout=watch_timeout, name="listwatch")
+        self.reflector = Reflector.for_resource(self.api, TENANTS, self, watch_timeout=watch_timeout, name="listwatch")
         self.relist_period = relist_period
         self._known: set[str] = set()
         self._stopping = threading.Event()
@@ -572,10 +809,6 @@ class ListWatchController:
     def on_event(self, observer: Callable[[WatchEvent], None]) -> None:
         """Hear every watch event and reflector marker (see :meth:`Reflector.on_event`)."""
         self.reflector.on_event(observer)
-
-    def _drop_stream(self) -> bool:
-        """Test hook: break the open watch connection (see :meth:`Reflector._drop_stream`)."""
-        return self.reflector._drop_stream()
 
     def stats(self) -> ControllerStats:
         """Counters since creation; requests as measured by the controller's own client."""

@@ -33,11 +33,11 @@ from urllib.parse import parse_qs, urlsplit
 from kubernetes import client
 
 __all__ = [
+    "WRITE_VERBS",
     "ApiRequest",
     "ControllerStats",
     "CountingApiClient",
     "RequestCounts",
-    "WRITE_VERBS",
     "classify_request",
     "parse_prometheus_samples",
     "read_apiserver_requests",
@@ -84,7 +84,9 @@ class ApiRequest:
         return self.verb in WRITE_VERBS
 
 
-def classify_request(method: str, url: str, query: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None) -> dict[str, str]:
+def classify_request(
+    method: str, url: str, query: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None
+) -> dict[str, str]:
     """Kubernetes verb, resource, namespace, name and subresource of a request.
 
     Follows the API server's request-info resolver: ``GET`` of a collection is
@@ -161,10 +163,10 @@ class RequestCounts:
 
     def by_verb(self) -> dict[str, float]:
         """Totals per verb, over all resources."""
-        out: Counter[str] = Counter()
+        out: dict[str, float] = {}
         for (verb, _), n in self.by_verb_resource.items():
-            out[verb] += n
-        return dict(out)
+            out[verb] = out.get(verb, 0.0) + n
+        return out
 
     def __sub__(self, other: RequestCounts) -> RequestCounts:
         keys = set(self.by_verb_resource) | set(other.by_verb_resource)
@@ -186,7 +188,9 @@ class CountingApiClient(client.ApiClient):
         history: how many recent :class:`ApiRequest` records :meth:`requests` keeps.
     """
 
-    def __init__(self, configuration: client.Configuration | None = None, *, history: int = 10_000, **kwargs: Any) -> None:
+    def __init__(
+        self, configuration: client.Configuration | None = None, *, history: int = 10_000, **kwargs: Any
+    ) -> None:
         super().__init__(configuration, **kwargs)
         self._counts_lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
@@ -195,7 +199,7 @@ class CountingApiClient(client.ApiClient):
         # Wrap the instance's REST client: both old (GET/POST helpers calling
         # self.request) and new generated clients send everything through it.
         rest = self.rest_client
-        send = rest.request
+        send: Callable[..., Any] = rest.request
 
         def counted_request(method: str, url: str, *args: Any, **kw: Any) -> Any:
             started, wall = time.monotonic(), time.time()
@@ -208,9 +212,15 @@ class CountingApiClient(client.ApiClient):
                 status = int(e.status or 0)
                 raise
             finally:
-                self._record(method, url, kw.get("query_params"), kw.get("body"), status, time.monotonic() - started, wall)
+                seconds = time.monotonic() - started
+                self._record(method, url, kw.get("query_params"), kw.get("body"), status, seconds, wall)
 
-        rest.request = counted_request
+        rest.request = counted_request  # type: ignore[method-assign]  # deliberately, on this instance only
+
+    def close(self) -> None:
+        """Close the connection pools (a later request opens new ones)."""
+        close: Callable[[], None] = super().close  # annotated loosely: the package leaves it untyped
+        close()
 
     @classmethod
     def from_kubeconfig(cls, config_file: str | None = None, context: str | None = None) -> CountingApiClient:
@@ -222,7 +232,8 @@ class CountingApiClient(client.ApiClient):
         from kubernetes import config
 
         configuration = client.Configuration()
-        config.load_kube_config(config_file=config_file, context=context, client_configuration=configuration)
+        load: Callable[..., None] = config.load_kube_config  # annotated loosely: the package leaves it untyped
+        load(config_file=config_file, context=context, client_configuration=configuration)
         return cls(configuration)
 
     @classmethod
@@ -257,7 +268,8 @@ class CountingApiClient(client.ApiClient):
         info = classify_request(method, url, query)
         if info["verb"] == "create" and not info["name"] and isinstance(body, Mapping):
             info["name"] = str((body.get("metadata") or {}).get("name") or "")
-        request = ApiRequest(method=method.upper(), path=urlsplit(url).path, status=status, seconds=seconds, time=wall, **info)
+        request = ApiRequest(
+            method=method.upper(), path=urlsplit(url).path, status=status, seconds=seconds, time=wall, **info)
         with self._counts_lock:
             self._counts[(request.verb, request.resource)] += 1
             self._log.append(request)
@@ -328,11 +340,11 @@ def read_apiserver_requests(api_client: client.ApiClient, *, timeout: float = 10
             ``get`` on ``/metrics``) or failed.
     """
     text = _get_text(api_client, "/metrics", timeout=timeout)
-    totals: Counter[tuple[str, str]] = Counter()
+    totals: dict[tuple[str, str], float] = {}
     for labels, value in parse_prometheus_samples(text, "apiserver_request_total"):
-        verb = _SERVER_VERBS.get(labels.get("verb", ""), labels.get("verb", "").lower())
-        totals[(verb, labels.get("resource", ""))] += value
-    return RequestCounts(dict(totals))
+        key = (_SERVER_VERBS.get(labels.get("verb", ""), labels.get("verb", "").lower()), labels.get("resource", ""))
+        totals[key] = totals.get(key, 0.0) + value
+    return RequestCounts(totals)
 
 
 def _get_text(api_client: client.ApiClient, path: str, *, timeout: float) -> str:
@@ -342,7 +354,8 @@ def _get_text(api_client: client.ApiClient, path: str, *, timeout: float) -> str
     for auth in configuration.auth_settings().values():  # bearer token, if any (client certs are in the pool)
         if auth.get("in") == "header" and auth.get("value"):
             headers[auth["key"]] = auth["value"]
-    response = api_client.rest_client.request("GET", configuration.host + path, headers=headers, _request_timeout=timeout)
+    request: Callable[..., Any] = api_client.rest_client.request  # annotated loosely: the package leaves it untyped
+    response = request("GET", configuration.host + path, headers=headers, _request_timeout=timeout)
     if getattr(response, "data", None) is None:
         response.read()
     body = response.data.decode("utf-8", errors="replace") if isinstance(response.data, bytes) else str(response.data)

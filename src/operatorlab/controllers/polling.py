@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
-from operatorlab.controllers.reconciler import TenantReconciler, is_being_deleted
 from operatorlab.controllers.listwatch import TENANTS
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient, RequestCounts
+from operatorlab.controllers.reconciler import TenantReconciler, is_being_deleted
 
 __all__ = ["PollingController", "Tick"]
 
@@ -140,17 +140,20 @@ class PollingController:
         namespaces = self._core.list_namespace(label_selector=label, _request_timeout=self.list_timeout).items
         deleted = failed = 0
         for ns in namespaces:
-            owner = (ns.metadata.labels or {}).get(label, "")
-            if owner in live or ns.metadata.deletion_timestamp:
+            meta = ns.metadata
+            if meta is None:  # never from a real server; the model types allow it
+                continue
+            owner = (meta.labels or {}).get(label, "")
+            if owner in live or meta.deletion_timestamp:
                 continue
             try:
-                if self.reconciler.namespace_name(owner) != ns.metadata.name:
+                if self.reconciler.namespace_name(owner) != meta.name:
                     continue  # labelled by someone else, not a Tenant's namespace
                 self.reconciler.cleanup(owner)
                 deleted += 1
             except Exception as e:  # noqa: BLE001 - counted, retried next tick
                 failed += 1
-                log.warning("polling: sweeping namespace %s: %s", ns.metadata.name, e)
+                log.warning("polling: sweeping namespace %s: %s", meta.name, e)
         return deleted, failed
 
     # -- lifecycle ----------------------------------------------------------------------

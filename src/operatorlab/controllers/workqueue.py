@@ -177,17 +177,14 @@ class WorkQueue(Generic[K]):
             snapshot = self._snapshot_for_listeners_locked()
         self._notify(snapshot)
 
-    def len(self) -> int:
-        """Number of keys in the FIFO now (client-go ``Len``).
+    def __len__(self) -> int:
+        """Number of keys in the FIFO now (client-go ``Len``): ``len(queue)``.
 
         Informational only: another thread may change it at once. Keys
         parked behind a worker are not counted; see ``metrics().depth``.
         """
         with self._lock:
             return len(self._queue)
-
-    def __len__(self) -> int:
-        return self.len()
 
     def get(self, timeout: float | None = None) -> tuple[K | None, bool]:
         """Block until a key can be processed (client-go ``Get``).

@@ -13,7 +13,7 @@ from operatorlab.controllers.listwatch import WatchEvent
 # Colour per event type: server events in colour, the reflector's own markers in grey.
 _COLOURS = {
     "ADDED": "#2e7d32", "MODIFIED": "#1565c0", "DELETED": "#c62828", "BOOKMARK": "#6a1b9a",
-    "ERROR": "#e65100", "LIST": "#555", "WATCH": "#555", "CLOSED": "#999", "DROPPED": "#e65100",
+    "ERROR": "#e65100", "LIST": "#555", "WATCH": "#555", "CLOSED": "#999", "DROPPED": "#e65100", "BACKOFF": "#999",
 }
 
 
