@@ -36,17 +36,6 @@ namespace Terminating (on GET, or a 403)    TemporaryError  retries until it is 
 any other error                             unchanged       retries with its backoff
 ==========================================  ==============  ===========================
 
-Fault injection (a teaching hook for the labs): when ``OPERATORLAB_KILL_AT``
-names a point in :func:`reconcile_tenant`, the process SIGKILLs itself there,
-as a crash or an OOM kill would, but only when that step has just written
-something (so an up-to-date Tenant passes through unharmed):
-``after-namespace`` right after creating or fixing the namespace, before the
-quota; ``after-quota`` right after creating or fixing the quota, before kopf
-records success. With ``OPERATORLAB_KILL_ONCE_FILE`` set to a path, it kills
-only if that file does not exist yet, and creates it first, so the restarted
-operator (same environment) survives and must converge. Without that variable
-it kills every time: a crash loop.
-
 Run it against the current kubeconfig (or in-cluster, see ``deploy/``)::
 
     kopf run --all-namespaces operators/tenant/tenant_operator.py
@@ -60,7 +49,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -84,9 +72,6 @@ DNS1123_LABEL_MAX_LENGTH = 63
 
 # Seconds to wait before a retry when the API server does not say (Retry-After).
 DEFAULT_RETRY_DELAY = 10.0
-
-KILL_AT_ENV = "OPERATORLAB_KILL_AT"
-KILL_ONCE_FILE_ENV = "OPERATORLAB_KILL_ONCE_FILE"
 
 # report(reason, message) is called once for every write reconcile_tenant makes.
 Reporter = Callable[[str, str], None]
@@ -193,10 +178,8 @@ def reconcile_tenant(
     report = _ignore if report is None else report
 
     try:
-        if _ensure_namespace(core, name, report):
-            _fault_point("after-namespace")
-        if _ensure_quota(core, name, cpu, report):
-            _fault_point("after-quota")
+        _ensure_namespace(core, name, report)
+        _ensure_quota(core, name, cpu, report)
     except ApiException as e:
         routed = _route_api_error(e)
         if routed is None:
@@ -353,19 +336,6 @@ def _server_message(e: ApiException) -> str:
         return str(json.loads(e.body)["message"])
     except (TypeError, ValueError, KeyError):
         return e.reason or "no message"
-
-
-def _fault_point(point: str) -> None:
-    """Teaching hook: SIGKILL this process here if OPERATORLAB_KILL_AT says so."""
-    if os.environ.get(KILL_AT_ENV) != point:
-        return
-    marker = os.environ.get(KILL_ONCE_FILE_ENV)
-    if marker:
-        try:
-            open(marker, "x").close()  # "x": atomic create, fails if it exists
-        except FileExistsError:
-            return  # killed here once already: this time, carry on
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _ignore(reason: str, message: str) -> None:

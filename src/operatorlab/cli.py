@@ -25,10 +25,8 @@ import sys
 from operatorlab import operators, paths
 from operatorlab.cluster import ClusterError, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
-
-
-def _color(text: str, code: str) -> str:
-    return f"\033[{code}m{text}\033[0m" if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else text
+from operatorlab.labs import cli as labs_cli
+from operatorlab.terminal import color
 
 
 def cluster_up(args: argparse.Namespace) -> int:
@@ -64,7 +62,7 @@ def cluster_status(args: argparse.Namespace) -> int:
     print(f"cluster {cluster.name!r} ({cluster.provider}) in {cluster.dir}")
     print(f"  {'COMPONENT':<24} {'PID':>7} {'PORT':>6}  HEALTH")
     for r in rows:
-        health = _color("healthy", "32") if r.healthy else _color("running, unhealthy" if r.running else "stopped", "31")
+        health = color("healthy", "32") if r.healthy else color("running, unhealthy" if r.running else "stopped", "31")
         print(f"  {r.name:<24} {r.pid or '-':>7} {r.port or '-':>6}  {health}")
     if cluster.is_up():
         print(f"  kubeconfig: {cluster.kubeconfig}")
@@ -91,7 +89,8 @@ def operator_list(_: argparse.Namespace) -> int:
 
 
 def operator_run(args: argparse.Namespace) -> int:
-    argv = operators.kopf_argv(args.name, namespaces=args.namespace or None, verbose=args.verbose)
+    argv = operators.kopf_argv(operators.operator_path(args.name), namespaces=args.namespace or (),
+                               verbose=args.verbose)
     cluster = get_cluster(args.cluster_name)
     if not cluster.is_up():
         raise ClusterError(f"the {cluster.provider} cluster is not up: start it with: operatorlab cluster up")
@@ -131,9 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true", help="kopf's debug log (every object handled)")
     run.set_defaults(func=operator_run)
 
-    from operatorlab.labs import cli as labs_cli  # operatorlab lab ..., operatorlab drill ...
-
-    labs_cli.add_parsers(sub)
+    labs_cli.add_parsers(sub)  # operatorlab lab ..., operatorlab drill ...
     return parser
 
 
@@ -142,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (BinariesMissing, ClusterError, ValueError) as e:
-        print(_color(f"error: {e}", "31"), file=sys.stderr)
+        print(color(f"error: {e}", "31"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

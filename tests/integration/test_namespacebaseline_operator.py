@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 pytestmark = pytest.mark.xdist_group("nsb-operator")
@@ -48,7 +48,7 @@ def start_operator(tmp_path) -> Iterator[Callable[..., OperatorProcess]]:
     started: list[OperatorProcess] = []
 
     def start(resync: str = NO_RESYNC) -> OperatorProcess:
-        op = OperatorProcess("namespacebaseline", env={"NSB_RESYNC_SECONDS": resync},
+        op = OperatorProcess(operator_path("namespacebaseline"), env={"NSB_RESYNC_SECONDS": resync},
                              log_path=tmp_path / f"operator-{len(started)}.log")
         started.append(op)
         return op.start()

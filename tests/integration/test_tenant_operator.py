@@ -7,13 +7,16 @@ reconcile every (cluster-scoped) Tenant.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-from operatorlab.operators import OperatorProcess
+from operatorlab.faults.proxy import FaultProxy
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
@@ -48,7 +51,7 @@ def tenants(custom, core) -> Iterator[list[str]]:
 
 @pytest.fixture
 def operator(tmp_path) -> Iterator[OperatorProcess]:
-    op = OperatorProcess("tenant", log_path=tmp_path / "operator.log").start()
+    op = OperatorProcess(operator_path("tenant"), log_path=tmp_path / "operator.log").start()
     yield op
     op.stop()
 
@@ -107,22 +110,34 @@ def test_delete_removes_the_namespace_then_the_tenant(operator, custom, core, te
                timeout=30, message="Tenant gone")
 
 
-def test_sigkill_mid_reconcile_then_restart_converges_without_duplicates(custom, core, tenants, unique, tmp_path):
+def test_sigkill_right_after_a_namespace_create_then_restart_converges_without_duplicates(
+        custom, core, tenants, unique, tmp_path):
+    """The fault proxy SIGKILLs the operator once the apiserver answered 201 to its first namespace create.
+
+    The kill comes from outside the operator: it is exactly between the namespace and the
+    quota of one Tenant, and the restarted operator (same proxy, rule used up) converges
+    every Tenant with exactly one quota each.
+    """
     names = [f"kill-{unique}-{i}" for i in range(5)]
     tenants.extend(names)
-    crashy = OperatorProcess("tenant", log_path=tmp_path / "crashy.log", env={
-        "OPERATORLAB_KILL_AT": "after-namespace", "OPERATORLAB_KILL_ONCE_FILE": str(tmp_path / "killed")})
-    crashy.start()
-    for name in names:
-        custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
-    assert crashy.wait_exit(timeout=30), "the kill hook did not fire"
-    assert (tmp_path / "killed").exists()
-    # Half-done: at least one namespace exists without its quota.
-    half_done = [n for n in names if f"tenant-{n}" in _namespace_names(core)
-                 and not core.list_namespaced_resource_quota(f"tenant-{n}").items]
-    assert half_done, "expected a namespace without quota after the kill"
-    crashy.start()
+    proxy = FaultProxy(Path(os.environ["KUBECONFIG"]), tmp_path, name="proxy").start()
+    crashy = OperatorProcess(operator_path("tenant"), kubeconfig=proxy.kubeconfig, log_path=tmp_path / "crashy.log")
     try:
+        crashy.start()
+        assert crashy.identity is not None
+        proxy.set_rules([{"action": "kill", "method": "POST", "path": "^/api/v1/namespaces$", "response": 201,
+                          "pid": crashy.identity.pid, "started": crashy.identity.started, "times": 1,
+                          "name": "kill"}])
+        for name in names:
+            custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+        assert crashy.wait_exit(timeout=30), "the fault proxy did not kill the operator"
+        assert len(proxy.stats()["hits"]["kill"]) == 1
+        # Half-done: the namespace whose create was acknowledged exists, without its quota (others
+        # handled concurrently by kopf's workers may be half-done too).
+        half_done = [n for n in names if f"tenant-{n}" in _namespace_names(core)
+                     and not core.list_namespaced_resource_quota(f"tenant-{n}").items]
+        assert half_done, "expected a namespace without quota after the kill"
+        crashy.start()
         for name in names:
             eventually(lambda n=name: _status(custom, n).get("phase") == "Ready", timeout=60, message=f"{name} Ready")
         for name in names:
@@ -133,12 +148,13 @@ def test_sigkill_mid_reconcile_then_restart_converges_without_duplicates(custom,
             sorted(f"tenant-{n}" for n in names)
     finally:
         crashy.stop()
+        proxy.stop()
 
 
 def test_resume_recreates_a_namespace_deleted_while_the_operator_was_down(custom, core, tenants, unique, tmp_path):
     name = f"resume-{unique}"
     tenants.append(name)
-    op = OperatorProcess("tenant", log_path=tmp_path / "op.log").start()
+    op = OperatorProcess(operator_path("tenant"), log_path=tmp_path / "op.log").start()
     custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
     eventually(lambda: _status(custom, name).get("phase") == "Ready", timeout=30, message="Ready")
     op.stop()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 WEBSITES = ("example.com", "v1")
@@ -34,7 +34,7 @@ def apps(api_client) -> client.AppsV1Api:
 
 @pytest.fixture
 def operator(namespace, tmp_path) -> Iterator[OperatorProcess]:
-    op = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "operator.log").start()
+    op = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "operator.log").start()
     yield op
     op.stop()
 
@@ -119,7 +119,7 @@ def test_create_makes_deployment_service_and_ready_status(operator, custom, core
 
 def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_path):
     """on.resume re-applies every Website; server-side apply of an unchanged spec writes nothing."""
-    first = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "first.log").start()
+    first = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "first.log").start()
     try:
         custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("blog"))
         eventually(lambda: _ready(custom, namespace, "blog", 1), timeout=60, message="ready")
@@ -127,7 +127,7 @@ def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_pa
         first.stop()
     versions = (_written_by_us(apps.read_namespaced_deployment("blog", namespace)),
                 _written_by_us(core.read_namespaced_service("blog", namespace)))
-    second = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "second.log").start()
+    second = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "second.log").start()
     try:
         eventually(lambda: f"[{namespace}/blog] Handler 'reconcile' succeeded" in second.log(),
                    timeout=30, message="resumed and reconciled")
@@ -141,7 +141,7 @@ def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_pa
 
 
 def test_resume_recreates_a_child_deleted_while_the_operator_was_down(custom, core, namespace, tmp_path):
-    op = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "op.log").start()
+    op = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "op.log").start()
     custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("docs"))
     eventually(lambda: _ready(custom, namespace, "docs", 1), timeout=60, message="ready")
     op.stop()

@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from operatorlab.cluster import LocalCluster, current, manifests
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
+
 from operatorlab import paths
-from operatorlab.labs import faults, registry, runner
+from operatorlab.cluster import LocalCluster, current, manifests
+from operatorlab.labs import registry, runner
+from operatorlab.labs.state import LabState
 
 LABS = registry.discover()
 
@@ -66,24 +70,27 @@ def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path
         timings["solve"] = time.monotonic() - started
         assert all(c.passed for c in after_solve), [c for c in after_solve if not c.passed]
     finally:
-        processes = dict(lab.state.data.get("processes", {}))
-        objects = [tuple(o) for o in lab.state.data.get("objects", [])]
-        files = list(lab.state.data.get("files", []))
+        recorded = lab.record if lab.state.exists else None
         runner.reset(lab)
     timings["total"] = time.monotonic() - started
     print(f"\n[lab timing] {lab_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
+    assert recorded is not None
+    assert_nothing_left(lab, recorded)
 
-    # Nothing left behind: processes, files, state, Tenants and namespaces.
-    for role, info in processes.items():
-        assert not faults.is_ours(info["pid"], info["started"]), f"{role} still runs"
-        assert info["started"], f"{role}: no start time recorded"
-    for path in files:
+
+def assert_nothing_left(lab, recorded: LabState) -> None:
+    """Nothing the lab recorded outlives its reset: processes, files, state, objects of any kind."""
+    for role, rec in recorded.processes.items():
+        assert not rec.identity.alive, f"{role} still runs"
+        assert not Path(rec.log).exists(), rec.log
+    for path in recorded.files:
         assert not Path(path).exists(), path
     assert not lab.state.path.exists()
-    tenants = {o[1] for o in objects if o[0] == "tenant"}
-    namespaces = {o[1] for o in objects if o[0] == "namespace"} | {f"tenant-{t}" for t in tenants}
-    assert not tenants & lab.tenants.names()
-    assert not namespaces & lab.tenants.namespaces()
+    dynamic = DynamicClient(lab.api)
+    for obj in recorded.objects:
+        resource = dynamic.resources.get(api_version=obj.api_version, kind=obj.kind)
+        with pytest.raises(NotFoundError):
+            resource.get(name=obj.name, namespace=obj.namespace)
 
 
 
@@ -124,4 +131,4 @@ by itself, which would hide the one refusal from this test.)"""
         assert len(proxy.stats()["hits"]) == 2
     finally:
         runner.reset(lab)
-    assert proxy.started and not faults.is_ours(proxy.pid, proxy.started)
+    assert proxy.identity is not None and not proxy.identity.alive
