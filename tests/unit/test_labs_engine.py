@@ -174,7 +174,7 @@ VARIANT_LABS = [lab_id for lab_id, cls in registry.discover().items() if issubcl
 @pytest.mark.parametrize("lab_id", VARIANT_LABS)
 def test_each_broken_variant_still_applies_to_its_operator_and_is_small(lab_id):
     cls = registry.get(lab_id)
-    original = operators.operator_path(cls.operator).read_text()
+    original = operators.operator_path(cls.variant_of).read_text()
     broken = variants.apply(original, cls.edits)
     assert broken != original
     assert variants.restore(broken, original, cls.edits) == original

@@ -50,16 +50,16 @@ class VariantLab(TenantLab):
     """
 
     #: The operator the variant is made from (``operators/<operator>/<operator>_operator.py``).
-    operator: ClassVar[str] = "tenant"
+    variant_of: ClassVar[str] = "tenant"
     #: Edits of named parts turning it into the broken variant.
     edits: ClassVar[Sequence[variants.Edit]] = ()
 
     @property
     def learner_copy(self) -> Path:
-        return self.workdir / operator_path(self.operator).name
+        return self.workdir / operator_path(self.variant_of).name
 
     def header(self) -> str:
-        return (f"# Your copy of the {self.operator} operator for the lab {self.id!r} (labs/{self.id}/README.md).\n"
+        return (f"# Your copy of the {self.variant_of} operator for the lab {self.id!r} (labs/{self.id}/README.md).\n"
                 f"# Written by `operatorlab lab start {self.id}`; `operatorlab lab check {self.id}` restarts\n"
                 f"# the lab's operator from this file whenever you save it. Reset deletes it.\n")
 
@@ -80,7 +80,7 @@ class VariantLab(TenantLab):
 
     def original(self) -> str:
         """The real operator's source, which the variant is made from."""
-        return operator_path(self.operator).read_text()
+        return operator_path(self.variant_of).read_text()
 
     def start_variant(self, *, kubeconfig: Path | None = None) -> OperatorProcess:
         return self.run_operator(self.learner_copy, kubeconfig=kubeconfig)
