@@ -143,6 +143,11 @@ class Lab:
             raise LabNotStarted(f"lab {self.id!r} is not started: run `operatorlab lab start {self.id}` first")
         return self.state.record
 
+    def solution(self) -> str | None:
+        """``labs/<id>/SOLUTION.md``, the fix explained (``operatorlab lab solve`` shows it), if the lab has one."""
+        path = labs_dir() / self.id / "SOLUTION.md"
+        return path.read_text() if path.is_file() else None
+
     @property
     def workdir(self) -> Path:
         """``labs/<id>/``: the lab's folder, where a learner's copy of an operator goes."""

@@ -80,7 +80,10 @@ def lab_solve(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     print(f"{lab.id}: applying the reference fix...")
     runner.solve(lab)
-    return 0 if _print_checks(runner.check(lab, settle=lab.settle)) else 1
+    ok = _print_checks(runner.check(lab, settle=lab.settle))
+    if solution := lab.solution():
+        print("\n" + solution)
+    return 0 if ok else 1
 
 
 def lab_reset(args: argparse.Namespace) -> int:
