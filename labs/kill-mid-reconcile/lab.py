@@ -43,7 +43,8 @@ class KillMidReconcile(TenantLab):
 
     def check(self) -> list[Check]:
         names = [ALPHA] + ([BETA] if self.made_tenant(BETA) else [])
-        return [*(checks.tenant_reconciled(self.api, n) for n in names), checks.one_quota_per_namespace(self.api, names)]
+        return [*(checks.tenant_reconciled(self.api, n) for n in names),
+                checks.one_quota_per_namespace(self.api, names)]
 
     def solve(self) -> None:
         self.proxy().clear()

@@ -13,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError
-
 from operatorlab import paths
 from operatorlab.cluster import LocalCluster, current, manifests
 from operatorlab.labs import registry, runner
-from operatorlab.labs.state import LabState
 
 LABS = registry.discover()
 
@@ -44,7 +40,7 @@ def private_cluster(tmp_path_factory):
 
 
 @pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in LABS.items()])
-def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path):
+def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path, nothing_left):
     cls = LABS[lab_id]
     cluster = request.getfixturevalue("private_cluster") if "local" in cls.requires else current()
     ctx = runner.context(cluster, state_dir=tmp_path / "state")
@@ -75,23 +71,7 @@ def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path
     timings["total"] = time.monotonic() - started
     print(f"\n[lab timing] {lab_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
     assert recorded is not None
-    assert_nothing_left(lab, recorded)
-
-
-def assert_nothing_left(lab, recorded: LabState) -> None:
-    """Nothing the lab recorded outlives its reset: processes, files, state, objects of any kind."""
-    for role, rec in recorded.processes.items():
-        assert not rec.identity.alive, f"{role} still runs"
-        assert not Path(rec.log).exists(), rec.log
-    for path in recorded.files:
-        assert not Path(path).exists(), path
-    assert not lab.state.path.exists()
-    dynamic = DynamicClient(lab.api)
-    for obj in recorded.objects:
-        resource = dynamic.resources.get(api_version=obj.api_version, kind=obj.kind)
-        with pytest.raises(NotFoundError):
-            resource.get(name=obj.name, namespace=obj.namespace)
-
+    nothing_left(lab, recorded)
 
 
 def test_fault_proxy_on_the_real_apiserver(tmp_path):

@@ -246,7 +246,7 @@ class Lab:
         return operator.start(on_spawn=record)
 
     def proxy(self, role: str = "proxy") -> FaultProxy:
-        """The lab's API fault proxy called ``role``: the one started earlier, or a new one to :meth:`~FaultProxy.start`."""
+        """The lab's API fault proxy called ``role``: the one started earlier, or a new one to start."""
 
         def record(proxy: FaultProxy) -> None:
             assert proxy.identity is not None
