@@ -351,22 +351,27 @@ def _policy_snapshot(networking, namespace: str, name: str) -> dict:
             "resourceVersion": policy.metadata.resource_version}
 
 
-def _foreign_deny(networking, namespace: str) -> None:
-    """The team's own policy named like the baseline's: it allows all ingress."""
-    networking.create_namespaced_network_policy(namespace, {
+def _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique: str) -> tuple[str, str, dict]:
+    """A labelled namespace holding the team's own policy named like the baseline's (it allows all
+    ingress, and even carries the operator's managed-by label), then the baseline.
+
+    Returns the baseline's name, the namespace and the policy as it was before the baseline came.
+    """
+    name = f"nsb-{unique}"
+    baselines.append(name)
+    target = namespaces({LABEL_KEY: unique})
+    networking.create_namespaced_network_policy(target, {
         "metadata": {"name": DENY, "labels": {"app.kubernetes.io/managed-by": "namespacebaseline-operator"}},
         "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]}})
+    before = _policy_snapshot(networking, target, DENY)
+    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
+    return name, target, before
 
 
 def test_a_foreign_policy_survives_create_update_and_delete_of_the_baseline(
         start_operator, custom, core, networking, namespaces, baselines, unique):
     start_operator(resync="2")
-    name = f"nsb-{unique}"
-    baselines.append(name)
-    target = namespaces({LABEL_KEY: unique})
-    _foreign_deny(networking, target)
-    before = _policy_snapshot(networking, target, DENY)
-    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
+    name, target, before = _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique)
     ready = eventually(lambda: _condition(custom, name).get("reason") == "NameTaken" and _condition(custom, name),
                        timeout=30, message="Ready=False, NameTaken")
     assert ready["status"] == "False" and ready["observedGeneration"] == 1
@@ -392,11 +397,7 @@ def test_a_foreign_policy_survives_create_update_and_delete_of_the_baseline(
 def test_a_policy_marked_for_adoption_becomes_the_baselines(
         start_operator, custom, core, networking, namespaces, baselines, unique):
     start_operator(resync="2")
-    name = f"nsb-{unique}"
-    baselines.append(name)
-    target = namespaces({LABEL_KEY: unique})
-    _foreign_deny(networking, target)
-    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
+    name, target, _ = _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique)
     eventually(lambda: _condition(custom, name).get("reason") == "NameTaken", timeout=30, message="NameTaken")
     networking.patch_namespaced_network_policy(DENY, target, {"metadata": {"annotations": {"hedronite.io/adopt": name}}})
     eventually(lambda: _condition(custom, name).get("status") == "True", timeout=30, message="adopted at the next resync")
