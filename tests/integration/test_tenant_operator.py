@@ -213,9 +213,136 @@ def test_input_that_slipped_past_the_schema_is_reported_not_retried(
     assert [e.reason for e in events if e.type == "Warning"] == ["ReconcileFailed"]
     time.sleep(3)  # a retry storm would show up as more attempts by now
     assert operator.running
-    assert operator.log().count(f"tenant name {name!r} cannot be used") <= 2
+    assert operator.log().count("Handler 'reconcile' failed permanently: tenant name") == 1
     # Deleting it is not blocked by a finalizer that can never succeed.
     custom.delete_cluster_custom_object(*TENANTS, name)
     eventually(lambda: name not in {t["metadata"]["name"] for t in
                                     custom.list_cluster_custom_object(*TENANTS)["items"]},
                timeout=30, message="Tenant deleted")
+
+
+# --- ownership: claim before touching, delete only what is ours, nothing outlives its owner ---
+
+
+def _ready(custom, name: str) -> dict:
+    """The Tenant's Ready condition ({} if none yet)."""
+    conditions = _status(custom, name).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {})
+
+
+def _snapshot(core, namespace: str) -> dict:
+    """Everything of a namespace (and its ConfigMaps) a take-over would change."""
+    ns = core.read_namespace(namespace)
+    return {
+        "labels": ns.metadata.labels, "annotations": ns.metadata.annotations,
+        "ownerReferences": ns.metadata.owner_references, "resourceVersion": ns.metadata.resource_version,
+        "spec": ns.spec.to_dict(), "deletionTimestamp": ns.metadata.deletion_timestamp,
+        "configmaps": {c.metadata.name: c.metadata.resource_version
+                       for c in core.list_namespaced_config_map(namespace).items if c.metadata.name == "precious"},
+        "quotas": [q.metadata.name for q in core.list_namespaced_resource_quota(namespace).items],
+    }
+
+
+@pytest.fixture
+def foreign_namespace(core, unique) -> Iterator[tuple[str, str]]:
+    """``(tenant name, namespace)``: a namespace tenant-<name> made by hand, a ConfigMap in it.
+
+    It even carries the operator's label: a label anyone can set does not make it the Tenant's.
+    """
+    name = f"own-{unique}"
+    namespace = f"tenant-{name}"
+    core.create_namespace({"metadata": {"name": namespace, "labels": {"hedronite.io/tenant": name, "team": "x"}}})
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "precious"}, "data": {"keep": "me"}})
+    yield name, namespace
+    try:
+        core.delete_namespace(namespace)
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
+
+
+def test_a_foreign_namespace_survives_create_update_and_delete_of_the_tenant(
+        operator, custom, core, tenants, foreign_namespace):
+    name, namespace = foreign_namespace
+    tenants.append(name)
+    before = _snapshot(core, namespace)
+    custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+    ready = eventually(lambda: _ready(custom, name).get("reason") == "NameTaken" and _ready(custom, name),
+                       timeout=30, message="Ready=False, NameTaken")
+    assert ready["status"] == "False" and ready["observedGeneration"] == 1 and ready["lastTransitionTime"]
+    assert f"Namespace {namespace} exists" in ready["message"]
+    assert f"kubectl annotate namespace {namespace} hedronite.io/adopt={name}" in ready["message"]
+    assert _status(custom, name)["phase"] == "NameTaken"
+    assert _snapshot(core, namespace) == before
+
+    custom.patch_cluster_custom_object(*TENANTS, name, {"spec": {"cpuQuota": "3"}})
+    eventually(lambda: _ready(custom, name).get("observedGeneration") == 2, timeout=60,
+               message="the update is seen, and refused the same way")
+    assert _ready(custom, name)["reason"] == "NameTaken"
+    assert _snapshot(core, namespace) == before
+
+    custom.delete_cluster_custom_object(*TENANTS, name)
+    eventually(lambda: name not in {t["metadata"]["name"] for t in custom.list_cluster_custom_object(*TENANTS)["items"]},
+               timeout=30, message="Tenant deleted (its finalizer let go)")
+    assert _snapshot(core, namespace) == before
+    assert "nothing deleted" in operator.log()
+    warnings = [e for e in core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+                if e.type == "Warning"]
+    assert {e.reason for e in warnings} == {"NameTaken"}
+
+
+def test_name_taken_retries_slowly_then_adoption_by_annotation_takes_over(
+        operator, custom, core, tenants, foreign_namespace):
+    """A minute of NameTaken costs a few attempts and one Event; the annotation hands the namespace over."""
+    name, namespace = foreign_namespace
+    tenants.append(name)
+    custom.create_cluster_custom_object(*TENANTS, tenant(name, "2"))
+    eventually(lambda: _ready(custom, name).get("reason") == "NameTaken", timeout=30, message="NameTaken")
+    started = time.monotonic()
+    time.sleep(60)
+    attempts = operator.log().count(f"Handler 'reconcile' failed temporarily: Namespace {namespace} exists")
+    events = [e for e in core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+              if e.reason == "NameTaken"]
+    print(f"NameTaken for {time.monotonic() - started:.0f}s: {attempts} attempts, {len(events)} Event(s)")
+    # Every 30 s (each: one GET of the namespace, one status write by kopf): 2 or 3 in a minute.
+    assert 2 <= attempts <= 4, operator.log()
+    assert len(events) == 1 and (events[0].count or 1) == 1
+
+    core.patch_namespace(namespace, {"metadata": {"annotations": {"hedronite.io/adopt": name}}})
+    eventually(lambda: _ready(custom, name).get("status") == "True", timeout=45, message="adopted, then Ready")
+    ns = core.read_namespace(namespace)
+    tenant_uid = custom.get_cluster_custom_object(*TENANTS, name)["metadata"]["uid"]
+    assert [(r.kind, r.name, r.uid, r.controller) for r in ns.metadata.owner_references] == \
+        [("Tenant", name, tenant_uid, True)]
+    assert "hedronite.io/adopt" not in (ns.metadata.annotations or {})
+    assert ns.metadata.labels["team"] == "x"  # others' labels stay
+    assert core.read_namespaced_config_map("precious", namespace).data == {"keep": "me"}
+    assert _hard(core, name)["limits.cpu"] == "2"
+    reasons = {e.reason for e in core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items}
+    assert "NamespaceAdopted" in reasons
+    # Adopted means ours: it goes with the Tenant.
+    custom.delete_cluster_custom_object(*TENANTS, name)
+    eventually(lambda: namespace not in _namespace_names(core), timeout=120, message="adopted namespace deleted")
+
+
+def test_a_tenant_deleted_without_its_finalizer_leaves_nothing_behind(custom, core, tenants, unique, tmp_path):
+    """Stopped operator, finalizer stripped (what `kubectl replace` of a manifest without it does), Tenant deleted:
+    the garbage collector removes the namespace and the quota by their owner reference."""
+    name = f"orphan-{unique}"
+    tenants.append(name)
+    op = OperatorProcess("tenant", log_path=tmp_path / "op.log").start()
+    try:
+        custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
+        eventually(lambda: _status(custom, name).get("phase") == "Ready", timeout=30, message="Ready")
+    finally:
+        op.stop()
+    quota_refs = core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}").metadata.owner_references
+    assert [r.kind for r in quota_refs] == ["Tenant"]
+    current = custom.get_cluster_custom_object(*TENANTS, name)
+    replacement = {k: current[k] for k in ("apiVersion", "kind", "spec")}
+    replacement["metadata"] = {"name": name, "resourceVersion": current["metadata"]["resourceVersion"]}
+    custom.replace_cluster_custom_object(*TENANTS, name, replacement)  # as `kubectl replace` would
+    assert not custom.get_cluster_custom_object(*TENANTS, name)["metadata"].get("finalizers")
+    custom.delete_cluster_custom_object(*TENANTS, name)
+    eventually(lambda: f"tenant-{name}" not in _namespace_names(core), timeout=180,
+               message="the garbage collector deleted the orphaned namespace (and its quota with it)")

@@ -311,3 +311,76 @@ def test_input_that_slipped_past_the_schema_is_reported_not_retried(
     # Deleting it is not blocked by anything.
     custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, name)
     eventually(lambda: _not_found(lambda: _get(custom, namespace, name)), timeout=15, message="deleted")
+
+
+# --- ownership: claim before touching, delete only what is ours, nothing outlives its owner ---
+
+
+def _condition(custom, namespace: str, name: str) -> dict:
+    """The Website's Ready condition ({} if none yet)."""
+    conditions = _status(custom, namespace, name).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {})
+
+
+def _user_service(core, namespace: str, name: str, **meta) -> None:
+    """A Service made by hand: the user's selector and port, even the operator's managed-by label."""
+    core.create_namespaced_service(namespace, {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "website-operator", "team": "x"},
+                     **meta},
+        "spec": {"selector": {"app": "theirs"}, "ports": [{"name": "web", "port": 8080, "targetPort": 8080}]}})
+
+
+def _service_snapshot(core, namespace: str, name: str) -> dict:
+    svc = core.read_namespaced_service(name, namespace)
+    return {"spec": svc.spec.to_dict(), "labels": svc.metadata.labels, "annotations": svc.metadata.annotations,
+            "ownerReferences": svc.metadata.owner_references, "resourceVersion": svc.metadata.resource_version}
+
+
+def test_a_foreign_service_survives_create_update_and_delete_of_the_website(operator, custom, core, apps, namespace):
+    _user_service(core, namespace, "mine")
+    before = _service_snapshot(core, namespace, "mine")
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("mine"))
+    ready = eventually(lambda: _condition(custom, namespace, "mine").get("reason") == "NameTaken"
+                       and _condition(custom, namespace, "mine"), timeout=30, message="Ready=False, NameTaken")
+    assert ready["status"] == "False" and ready["observedGeneration"] == 1
+    assert f"Service {namespace}/mine exists and was not created for this Website" in ready["message"]
+    assert f"kubectl annotate service mine -n {namespace} example.com/adopt=mine" in ready["message"]
+    assert _service_snapshot(core, namespace, "mine") == before
+    assert _not_found(lambda: apps.read_namespaced_deployment("mine", namespace)), "no half of a Website"
+
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "mine", {"spec": {"port": 9090}})
+    eventually(lambda: _condition(custom, namespace, "mine").get("observedGeneration") == 2, timeout=60,
+               message="the update is seen, and refused the same way")
+    assert _condition(custom, namespace, "mine")["reason"] == "NameTaken"
+    assert _service_snapshot(core, namespace, "mine") == before
+
+    custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "mine")
+    eventually(lambda: _not_found(lambda: _get(custom, namespace, "mine")), timeout=15, message="Website deleted")
+    time.sleep(5)  # time for the garbage collector, were there anything of the Website's to collect
+    assert _service_snapshot(core, namespace, "mine") == before
+    assert [(e.type, e.reason) for e in _events(core, namespace, "mine")] == [("Warning", "NameTaken")]
+
+
+def test_adoption_by_annotation_then_the_garbage_collector_removes_it_with_the_website(
+        operator, custom, core, apps, namespace):
+    _user_service(core, namespace, "adopt")
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("adopt"))
+    eventually(lambda: _condition(custom, namespace, "adopt").get("reason") == "NameTaken", timeout=30,
+               message="NameTaken")
+    core.patch_namespaced_service("adopt", namespace, {"metadata": {"annotations": {"example.com/adopt": "adopt"}}})
+    eventually(lambda: _ready(custom, namespace, "adopt", 1), timeout=60, message="adopted, applied, rolled out")
+    assert _condition(custom, namespace, "adopt")["status"] == "True"
+    svc = core.read_namespaced_service("adopt", namespace)
+    uid = _get(custom, namespace, "adopt")["metadata"]["uid"]
+    assert [(r.kind, r.uid, r.controller) for r in svc.metadata.owner_references] == [("Website", uid, True)]
+    assert "example.com/adopt" not in (svc.metadata.annotations or {})
+    assert svc.spec.selector == {"app.kubernetes.io/name": "adopt", "app.kubernetes.io/managed-by": "website-operator"}
+    assert svc.metadata.labels["team"] == "x"  # fields others own stay (server-side apply)
+    assert "ServiceAdopted" in {e.reason for e in _events(core, namespace, "adopt")}
+    # Adopted means the Website's: deleted with it, by the garbage collector, operator running or not.
+    operator.stop()
+    custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "adopt")
+    eventually(lambda: _not_found(lambda: core.read_namespaced_service("adopt", namespace)), timeout=90,
+               message="the garbage collector deleted the adopted Service")
+    eventually(lambda: _not_found(lambda: apps.read_namespaced_deployment("adopt", namespace)), timeout=90,
+               message="and the Deployment")
