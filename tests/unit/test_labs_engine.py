@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
+import re
 
 import pytest
 
@@ -274,3 +276,18 @@ def test_lab_panel_offers_the_buttons_and_a_stable_repr(tmp_path):
     assert repr(panel) == "LabPanel('stuck-finalizer')"
     panel._run(panel.check)  # not started: the panel shows the error instead of raising
     assert "not started" in panel.output.value
+
+
+def _function_without_docstring(source: str, name: str) -> str:
+    node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    if ast.get_docstring(node):
+        node.body = node.body[1:]
+    return ast.dump(node)
+
+
+def test_the_take_over_solution_shows_the_operators_own_ownership_check():
+    solution = (registry.labs_dir() / "take-over" / "SOLUTION.md").read_text()
+    code = re.search(r"```python\n(.*?)```", solution, re.S)
+    assert code, "SOLUTION.md shows the fixed ownership() in a python block"
+    assert _function_without_docstring(code.group(1), "ownership") == \
+        _function_without_docstring(operators.operator_path("tenant").read_text(), "ownership")
