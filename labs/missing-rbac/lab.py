@@ -8,6 +8,7 @@ from operatorlab import rbac
 from operatorlab.cluster import manifests
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import TenantLab
+from operatorlab.wait import eventually
 
 ROLE = "lab-missing-rbac"
 SYSTEM_NAMESPACE = "operatorlab-system"
@@ -56,6 +57,8 @@ class MissingRbac(TenantLab):
                 rule["verbs"] = [v for v in rule["verbs"] if v != "create"]
         manifests.apply(self.api, [role])
         self.create_tenant(NEW, "1", wait=False)
+        eventually(lambda: "(403)" in (self.tenants.status(NEW).get("message") or ""), timeout=30,
+                   message=f"lab {self.id}: the operator's quota create refused with 403")
 
     def check(self) -> list[Check]:
         names = [OK] + ([NEW] if self.made_tenant(NEW) else [])

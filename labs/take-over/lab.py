@@ -43,8 +43,8 @@ class TakeOver(VariantLab):
         f"(kubectl get ns tenant-{VICTIM} -o yaml)? What would `kubectl delete tenant {VICTIM}` do to the "
         f"ConfigMap {DATA} in it?",
         "An operator may only write to what it created or what it was explicitly handed. Find where "
-        f"labs/take-over/tenant_operator.py decides whose an existing object is, and what it answers for a "
-        f"namespace that has neither the Tenant's owner reference nor the hedronite.io/adopt annotation.",
+        "labs/take-over/tenant_operator.py decides whose an existing object is, and what it answers for a "
+        "namespace that has neither the Tenant's owner reference nor the hedronite.io/adopt annotation.",
         "ownership() must answer TAKEN for an object that is neither ours nor handed over by the "
         "hedronite.io/adopt annotation (and not controlled by anyone else); then give the user's namespace back: "
         f"remove the owner reference and the {OWNER_LABEL} label the operator put on it. "
@@ -83,8 +83,8 @@ class TakeOver(VariantLab):
 
     def _victim_untouched(self) -> Check:
         label = f"the user's namespace tenant-{VICTIM} and its ConfigMap {DATA} are theirs"
-        ns = _read(lambda: self.core.read_namespace(f"tenant-{VICTIM}"))
-        data = _read(lambda: self.core.read_namespaced_config_map(DATA, f"tenant-{VICTIM}"))
+        ns = checks.get_or_none(lambda: self.core.read_namespace(f"tenant-{VICTIM}"))
+        data = checks.get_or_none(lambda: self.core.read_namespaced_config_map(DATA, f"tenant-{VICTIM}"))
         if ns is None or ns.metadata.deletion_timestamp or data is None:
             return Check(label, False, f"namespace tenant-{VICTIM} or its ConfigMap {DATA} is gone or going: the "
                                        f"user's data is lost. Start again: operatorlab lab start {self.id}")
@@ -112,7 +112,7 @@ class TakeOver(VariantLab):
             after = _fingerprint(self.core, namespace)
         finally:
             self._delete_tenant(name, force=True)
-            _ignore_404(lambda: self.core.delete_namespace(namespace))
+            checks.get_or_none(lambda: self.core.delete_namespace(namespace))
         if after != before:
             return Check(label, False, f"namespace {namespace} (made by someone else, with ConfigMap {DATA}) was "
                                        f"changed by the operator for Tenant {name}: {_changes(before, after)}")
@@ -148,9 +148,9 @@ class TakeOver(VariantLab):
     def _delete_tenant(self, name: str, *, force: bool = False) -> bool:
         """Delete a probe Tenant; True if it went (its finalizer honoured) within REACT s."""
         if force:
-            _ignore_404(lambda: self.custom.patch_cluster_custom_object(
+            checks.get_or_none(lambda: self.custom.patch_cluster_custom_object(
                 *checks.TENANTS, name, {"metadata": {"finalizers": None}}))
-        _ignore_404(lambda: self.custom.delete_cluster_custom_object(*checks.TENANTS, name))
+        checks.get_or_none(lambda: self.custom.delete_cluster_custom_object(*checks.TENANTS, name))
         return force or _wait(lambda: name not in self.tenants.names())
 
 
@@ -170,8 +170,8 @@ def _refs(ns: client.V1Namespace) -> list[str]:
 
 def _fingerprint(core: client.CoreV1Api, namespace: str) -> dict[str, Any]:
     """What must not change: the namespace's resourceVersion, labels, owners, deletion; its ConfigMap's."""
-    ns = _read(lambda: core.read_namespace(namespace))
-    data = _read(lambda: core.read_namespaced_config_map(DATA, namespace))
+    ns = checks.get_or_none(lambda: core.read_namespace(namespace))
+    data = checks.get_or_none(lambda: core.read_namespaced_config_map(DATA, namespace))
     if ns is None:
         return {"namespace": "gone"}
     return {"resourceVersion": ns.metadata.resource_version, "labels": ns.metadata.labels,
@@ -205,16 +205,3 @@ def _wait(condition: Callable[[], Any]) -> bool:
     except AssertionError:
         return False
     return True
-
-
-def _read(call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except client.ApiException as e:
-        if e.status == 404:
-            return None
-        raise
-
-
-def _ignore_404(call: Callable[[], Any]) -> None:
-    _read(call)

@@ -171,8 +171,13 @@ class OperatorProcess:
         operator that fails to come up is stopped by ``reset``.
 
         Raises:
+            FileNotFoundError: there is no operator file at :attr:`path` (for one of ours, pass
+                ``operator_path(name)``).
             RuntimeError: it exited or did not answer within ``timeout`` s (with its log tail).
         """
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no operator file {self.path}: OperatorProcess takes a path; for one of "
+                                    f"ours: OperatorProcess(operator_path({self.path.stem!r}))")
         self.stop()
         self.liveness_port = process.free_port()
         env = {**os.environ, **read_env_file(self.env_file), **self.env}

@@ -330,7 +330,7 @@ def test_a_tenant_deleted_without_its_finalizer_leaves_nothing_behind(custom, co
     the garbage collector removes the namespace and the quota by their owner reference."""
     name = f"orphan-{unique}"
     tenants.append(name)
-    op = OperatorProcess("tenant", log_path=tmp_path / "op.log").start()
+    op = OperatorProcess(operator_path("tenant"), log_path=tmp_path / "op.log").start()
     try:
         custom.create_cluster_custom_object(*TENANTS, tenant(name, "1"))
         eventually(lambda: _status(custom, name).get("phase") == "Ready", timeout=30, message="Ready")

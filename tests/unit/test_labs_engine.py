@@ -291,3 +291,8 @@ def test_the_take_over_solution_shows_the_operators_own_ownership_check():
     assert code, "SOLUTION.md shows the fixed ownership() in a python block"
     assert _function_without_docstring(code.group(1), "ownership") == \
         _function_without_docstring(operators.operator_path("tenant").read_text(), "ownership")
+
+
+def test_the_operator_launcher_takes_a_path_and_says_so():
+    with pytest.raises(FileNotFoundError, match=r"OperatorProcess\(operator_path\('tenant'\)\)"):
+        operators.OperatorProcess("tenant").start()
