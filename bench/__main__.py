@@ -58,7 +58,7 @@ def bench_tenant_latency(cluster, count: int) -> list[float]:
 
     from operatorlab.cluster import manifests
     from operatorlab import paths
-    from operatorlab.operators import OperatorProcess
+    from operatorlab.operators import OperatorProcess, operator_path
     from operatorlab.tenants import Tenants
 
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
@@ -80,7 +80,7 @@ def bench_tenant_latency(cluster, count: int) -> list[float]:
     watcher.start()
     time.sleep(1)  # the watch is open before the first create
     latencies = []
-    with OperatorProcess("tenant", kubeconfig=cluster.kubeconfig,
+    with OperatorProcess(operator_path("tenant"), kubeconfig=cluster.kubeconfig,
                          log_path=cluster.dir / "logs" / "tenant-operator.log"):
         for i in range(count):
             name = f"bench-{i}"

@@ -34,7 +34,7 @@ class ApiPressure(TenantLab):
         self.create_tenant(NEW, "1", wait=False)
 
     def check(self) -> list[Check]:
-        names = [OK] + ([NEW] if ["tenant", NEW, None] in self.state.data.get("objects", []) else [])
+        names = [OK] + ([NEW] if self.made_tenant(NEW) else [])
         results = [checks.tenant_reconciled(self.api, n) for n in names]
         hits = sorted(self.proxy().stats()["hits"].get(RULE["name"], []))
         gaps = [b - a for a, b in zip(hits, hits[1:])]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from operatorlab.labs import Check, Lab, faults
+from operatorlab.faults.components import component_running, start_component, stop_component
+from operatorlab.labs import Check, Lab
 from operatorlab.wait import eventually
 
 APP, DOOMED = "lab-kcm-app", "lab-kcm-doomed"
@@ -33,8 +34,8 @@ class ControllerManagerDown(Lab):
     def setup(self) -> None:
         from kubernetes import client
 
-        self.track("namespace", APP)
-        self.track("namespace", DOOMED)
+        self.track("v1", "Namespace", APP)
+        self.track("v1", "Namespace", DOOMED)
         for name in (APP, DOOMED):
             self.core.create_namespace({"metadata": {"name": name}})
         apps = client.AppsV1Api(self.api)
@@ -45,7 +46,7 @@ class ControllerManagerDown(Lab):
     def inject(self) -> None:
         from kubernetes import client
 
-        faults.stop_component(self.ctx.cluster, COMPONENT)
+        stop_component(self.ctx.cluster, COMPONENT)
         client.AppsV1Api(self.api).patch_namespaced_deployment_scale("web", APP, {"spec": {"replicas": 2}})
         self.core.delete_namespace(DOOMED)
 
@@ -74,9 +75,9 @@ class ControllerManagerDown(Lab):
         return results
 
     def solve(self) -> None:
-        faults.start_component(self.ctx.cluster, COMPONENT)
+        start_component(self.ctx.cluster, COMPONENT)
 
     def reset(self) -> None:
-        if self.ctx.provider == "local" and not faults.component_running(self.ctx.cluster, COMPONENT):
-            faults.start_component(self.ctx.cluster, COMPONENT)  # namespaces cannot go without it
+        if self.ctx.provider == "local" and not component_running(self.ctx.cluster, COMPONENT):
+            start_component(self.ctx.cluster, COMPONENT)  # namespaces cannot go without it
         super().reset()

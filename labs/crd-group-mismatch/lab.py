@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operatorlab.faults.variants import ReplaceAssignment
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import VariantLab
 
@@ -12,8 +13,7 @@ class CrdGroupMismatch(VariantLab):
     title = "The handler that never fires"
     summary = "new Tenants are ignored after a 'small refactor': find what the operator really watches"
     drill = True
-    edits = [('GROUP, VERSION, PLURAL = "hedronite.io", "v1", "tenants"',
-              'GROUP, VERSION, PLURAL = "hedronite.com", "v1", "tenants"')]
+    edits = (ReplaceAssignment("GROUP", 'GROUP, VERSION, PLURAL = "hedronite.com", "v1", "tenants"'),)
     hints = (
         "The new Tenant has no status, no finalizer, no Events: no handler has ever seen it. Is the operator "
         "watching the resource you created?",
@@ -32,7 +32,7 @@ class CrdGroupMismatch(VariantLab):
         self.create_tenant(NEW, "1", wait=False)
 
     def check(self) -> list[Check]:
-        names = [OLD] + ([NEW] if ["tenant", NEW, None] in self.state.data.get("objects", []) else [])
+        names = [OLD] + ([NEW] if self.made_tenant(NEW) else [])
         return [checks.tenant_reconciled(self.api, n) for n in names]
 
     def solve(self) -> None:

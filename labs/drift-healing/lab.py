@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from operatorlab.labs import Check, Lab
+from operatorlab.operators import operator_path
 from operatorlab.wait import eventually
 
 BASELINE, NAMESPACE, LABEL = "lab-drift", "lab-drift-app", "lab-drift=yes"
@@ -34,10 +35,10 @@ class DriftHealing(Lab):
     def setup(self) -> None:
         self.env_file.write_text("# The lab operator's environment (KEY=VALUE), read at every start.\n"
                                  "NSB_RESYNC_SECONDS=10\n")
-        self.state.remember("files", str(self.env_file))
-        self.operator(operator="namespacebaseline", env_file=self.env_file).start()
-        self.track("nsb", BASELINE)
-        self.track("namespace", NAMESPACE)
+        self.remember_file(self.env_file)
+        self.run_operator(operator_path("namespacebaseline"), env_file=self.env_file)
+        self.track("hedronite.io/v1alpha1", "NamespaceBaseline", BASELINE)
+        self.track("v1", "Namespace", NAMESPACE)
         self.custom.create_cluster_custom_object(*BASELINES, {
             "apiVersion": "hedronite.io/v1alpha1", "kind": "NamespaceBaseline", "metadata": {"name": BASELINE},
             "spec": {"namespaceLabel": LABEL}})
@@ -50,7 +51,7 @@ class DriftHealing(Lab):
 
         # A "tidy-up" of the deployment config sets the resync to an hour and rolls the operator...
         self.env_file.write_text(self.env_file.read_text().replace("NSB_RESYNC_SECONDS=10", "NSB_RESYNC_SECONDS=3600"))
-        self.operator().start()
+        self.restart_operator()
         # ...and later someone deletes a policy by hand.
         client.NetworkingV1Api(self.api).delete_namespaced_network_policy("baseline-default-deny", NAMESPACE)
 
@@ -69,7 +70,7 @@ class DriftHealing(Lab):
 
     def solve(self) -> None:
         self.env_file.write_text(self.env_file.read_text().replace("NSB_RESYNC_SECONDS=3600", "NSB_RESYNC_SECONDS=10"))
-        self.operator().start()
+        self.restart_operator()
 
     def _policies(self) -> set[str]:
         from kubernetes import client

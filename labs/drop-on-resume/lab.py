@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operatorlab.faults.variants import DropDecorator
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import VariantLab
 from operatorlab.wait import eventually
@@ -13,7 +14,7 @@ class DropOnResume(VariantLab):
     title = "The gap on.resume closes"
     summary = "a namespace deleted while the operator was down never comes back: find the missing handler"
     drill = True
-    edits = [('@kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")\n@kopf.on.update(', "@kopf.on.update(")]
+    edits = (DropDecorator("reconcile", "kopf.on.resume"),)
     hints = (
         "The Tenant still says Ready. Which of the operator's handlers would run for a Tenant whose spec did not "
         "change, after the operator restarts?",

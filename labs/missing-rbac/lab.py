@@ -8,6 +8,7 @@ from operatorlab import rbac
 from operatorlab.cluster import manifests
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import TenantLab
+from operatorlab.wait import eventually
 
 ROLE = "lab-missing-rbac"
 SYSTEM_NAMESPACE = "operatorlab-system"
@@ -39,13 +40,13 @@ class MissingRbac(TenantLab):
     def setup(self) -> None:
         objects = _objects()
         manifests.apply(self.api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}])
+        self.track("rbac.authorization.k8s.io/v1", "ClusterRole", ROLE)
+        self.track("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", ROLE)
+        self.track("v1", "ServiceAccount", ROLE, SYSTEM_NAMESPACE)
         manifests.apply(self.api, objects)
-        self.track("clusterrole", ROLE)
-        self.track("clusterrolebinding", ROLE)
-        self.track("serviceaccount", ROLE, SYSTEM_NAMESPACE)
         kubeconfig = rbac.service_account_kubeconfig(self.api, SYSTEM_NAMESPACE, ROLE,
                                                      self.ctx.state_dir / f"{self.id}.kubeconfig")
-        self.state.remember("files", str(kubeconfig))
+        self.remember_file(kubeconfig)
         self.start_operator(kubeconfig=kubeconfig)
         self.create_tenant(OK, "1")
 
@@ -56,9 +57,11 @@ class MissingRbac(TenantLab):
                 rule["verbs"] = [v for v in rule["verbs"] if v != "create"]
         manifests.apply(self.api, [role])
         self.create_tenant(NEW, "1", wait=False)
+        eventually(lambda: "(403)" in (self.tenants.status(NEW).get("message") or ""), timeout=30,
+                   message=f"lab {self.id}: the operator's quota create refused with 403")
 
     def check(self) -> list[Check]:
-        names = [OK] + ([NEW] if ["tenant", NEW, None] in self.state.data.get("objects", []) else [])
+        names = [OK] + ([NEW] if self.made_tenant(NEW) else [])
         return [checks.tenant_reconciled(self.api, n) for n in names]
 
     def solve(self) -> None:

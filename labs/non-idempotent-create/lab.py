@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operatorlab.faults.variants import ReplaceFunction
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import VariantLab
 
@@ -9,25 +10,11 @@ TENANT = "lab-nic-green"
 
 # The real _get_or_create reads first and treats a 409 on create as "someone made it: read theirs".
 # The variant just creates: fine the first time, a 409 every time after.
-EDITS = [
-    ('    """GET an object, or create it if it is missing; return (object, created).\n\n'
-     "    A 409 on create means someone else created it between our GET and POST\n"
-     "    (another controller, or our own previous life): read theirs, carry on.\n"
-     '    """\n'
-     "    try:\n"
-     "        return read(), False\n"
-     "    except ApiException as e:\n"
-     "        if e.status != 404:\n"
-     "            raise\n"
-     "    try:\n"
-     "        return create(), True\n"
-     "    except ApiException as e:\n"
-     "        if e.status != 409:\n"
-     "            raise\n"
-     "    return read(), False\n",
-     '    """Create an object; return (object, created)."""\n'
-     "    return create(), True\n"),
-]
+EDITS = (ReplaceFunction("_get_or_create", '''\
+def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[Any, bool]:
+    """Create an object; return (object, created)."""
+    return create(), True
+'''),)
 
 
 class NonIdempotentCreate(VariantLab):

@@ -40,7 +40,7 @@ class WatchExpiry(TenantLab):
         self.create_tenant(DURING, "1", wait=False)
 
     def check(self) -> list[Check]:
-        names = [BEFORE] + ([DURING] if ["tenant", DURING, None] in self.state.data.get("objects", []) else [])
+        names = [BEFORE] + ([DURING] if self.made_tenant(DURING) else [])
         results = [checks.tenant_reconciled(self.api, n) for n in names]
         hits = self.proxy().stats()["hits"].get(RULE["name"], [])
         recent = [t for t in hits if t > time.time() - QUIET]

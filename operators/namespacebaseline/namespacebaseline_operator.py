@@ -15,6 +15,30 @@ and ``hedronite.io/namespacebaseline=<baseline>``: that label is how the
 operator finds, counts and removes its own policies, and never touches anyone
 else's.
 
+Ownership
+---------
+The policies carry no owner reference, on purpose: the garbage collector
+would delete them with the NamespaceBaseline, and this operator is
+**fail-closed** (deleting the baseline must not open every namespace). The
+label ``hedronite.io/namespacebaseline=<baseline>`` marks them as ours instead:
+
+* **Claim before touching.** A policy of one of our names without that label
+  (someone's own ``baseline-default-deny``) is never modified or deleted: the
+  baseline reports ``Ready=False``, reason ``NameTaken``, naming the policy and
+  how to resolve it, with one Warning Event; the other namespaces get their
+  policies as usual. The resync timer looks again every ``NSB_RESYNC_SECONDS``:
+  no faster retry, no Event per look.
+* **Adoption is explicit**: ``kubectl annotate networkpolicy <name> -n <ns>
+  hedronite.io/adopt=<baseline>``, by whoever may annotate it (RBAC decides).
+  The operator then relabels it as the baseline's, restores the baseline's
+  spec, removes the annotation and posts ``PolicyAdopted``.
+* **Delete only what is ours**: every delete follows a LIST by our label, and
+  a policy another baseline labelled is left to that baseline.
+* **What outlives its owner, deliberately**: the policies stay when their
+  NamespaceBaseline is deleted (fail-closed); its status says so in the Ready
+  condition's message. Delete them by label to open the namespaces:
+  ``kubectl delete networkpolicy -A -l hedronite.io/namespacebaseline=<name>``.
+
 Design
 ------
 Three triggers, one idempotent reconcile:
@@ -56,6 +80,8 @@ API 422: the API refuses our object         PermanentError  same
 API 429 or 5xx: overload or outage          TemporaryError  retries after Retry-After
                                                             (else 10 s)
 API 409: a policy changed under us          TemporaryError  retries after 1 s
+a policy's name is taken (not ours)         -               status NameTaken, one
+                                                            Event; the timer retries
 API 403: RBAC denies a verb                 TemporaryError  retries; fixing the
                                                             ClusterRole heals it
 any other error                             unchanged       retries with its backoff
@@ -64,7 +90,8 @@ any other error                             unchanged       retries with its bac
 Two baselines matching one namespace ask for the same two policy names: the
 first to create them keeps them, the other leaves them alone. When the first
 lets go while the other still matches, the other takes them over by relabelling
-them in place, so the namespace is never without its default-deny.
+them in place, so the namespace is never without its default-deny. (A hand-over
+between two of our own baselines, not an adoption of someone else's policy.)
 
 A namespace being deleted (Terminating) is skipped: its policies go with it.
 The namespace watcher is fire-and-forget (kopf does not retry on.event
@@ -84,17 +111,20 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 import kopf
 import kubernetes.client
-import kubernetes.config
 from kubernetes.client import ApiException, CoreV1Api, CustomObjectsApi, NetworkingV1Api
 
 GROUP, VERSION, PLURAL, KIND = "hedronite.io", "v1alpha1", "namespacebaselines", "NamespaceBaseline"
-OPERATOR = "namespacebaseline-operator"  # managed-by label, Event source
+OPERATOR = "namespacebaseline-operator"  # managed-by label, ClusterRole, Event source
 BASELINE_LABEL = "hedronite.io/namespacebaseline"
+# Put on an existing policy of one of our names by whoever may annotate it,
+# naming a baseline: that baseline takes the policy over (see "Ownership").
+ADOPT_ANNOTATION = "hedronite.io/adopt"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 DENY_POLICY = "baseline-default-deny"
 DNS_POLICY = "baseline-allow-dns"
@@ -114,6 +144,7 @@ RESYNC_ENV = "NSB_RESYNC_SECONDS"
 DEFAULT_RESYNC_SECONDS = 60.0
 # Seconds to wait before a retry when the API server does not say (Retry-After).
 DEFAULT_RETRY_DELAY = 10.0
+# An object changed between our read and our write (409): read it again soon.
 CONFLICT_RETRY_DELAY = 1.0
 
 # report(reason, message) is called once for every write the operator makes.
@@ -290,8 +321,11 @@ def reconcile_baseline(
 
     Returns ``{"namespaces": <n>, "policies": <n>, "phase": "Ready"}``: how
     many namespaces hold this baseline's policies and how many policies that
-    is. Raises kopf.PermanentError when retrying cannot help and
-    kopf.TemporaryError (with a delay) when it can; see the module docstring.
+    is. If policies of our names that are not ours stood in the way, phase is
+    ``NameTaken`` and ``nameTaken`` says which and how to resolve it (the
+    other namespaces are served all the same). Raises kopf.PermanentError
+    when retrying cannot help and kopf.TemporaryError (with a delay) when it
+    can; see the module docstring.
     """
     try:
         baseline = parse_baseline(name, spec)
@@ -308,8 +342,12 @@ def reconcile_baseline(
             for ns in listed.get("items") or []
             if not ns["metadata"].get("deletionTimestamp")  # going anyway, and refuses creates
         }
+        taken: list[str] = []
         for namespace in sorted(matching):
-            apply_to_namespace(baseline, namespace, networking=networking, report=report)
+            try:
+                apply_to_namespace(baseline, namespace, networking=networking, report=report)
+            except NameTaken as e:
+                taken.append(str(e))
         for policy in _policies_of(networking, name):
             if is_unwanted(baseline, policy, matching):
                 _delete_policy(networking, policy, report)
@@ -319,6 +357,9 @@ def reconcile_baseline(
         if routed is None:
             raise
         raise routed from e
+    if taken:
+        more = f" (and {len(taken) - 1} more namespace(s) like it)" if len(taken) > 1 else ""
+        return {**counts, "phase": "NameTaken", "nameTaken": taken[0] + more}
     return {**counts, "phase": "Ready"}
 
 
@@ -335,9 +376,19 @@ def apply_to_namespace(
     Policies of the baselines named in ``takeover`` (ones letting go of this
     namespace) are relabelled as this baseline's, not deleted and re-created:
     the namespace is never without its default-deny, not even for a moment.
+
+    Raises NameTaken, after writing the policies it could, if a policy of one
+    of our names is nobody's baseline's and not marked for adoption.
     """
-    return sum(_ensure_policy(networking, desired, report, takeover)
-               for desired in desired_policies(baseline, namespace))
+    written, taken = 0, None
+    for desired in desired_policies(baseline, namespace):
+        try:
+            written += _ensure_policy(networking, desired, report, takeover)
+        except NameTaken as e:
+            taken = taken or e
+    if taken is not None:
+        raise taken
+    return written
 
 
 def remove_from_namespace(
@@ -374,8 +425,9 @@ def _ensure_policy(
 
     A policy of the same name that another baseline manages is left alone
     (the first baseline to claim a namespace keeps it; both ask for the same
-    policy), unless that baseline is in ``takeover``. Anyone else's policy of
-    that name is taken over.
+    policy), unless that baseline is in ``takeover``. A policy of that name
+    no baseline manages is someone else's: NameTaken, unless it is marked for
+    adoption by this baseline.
     """
     meta = desired["metadata"]
     name, namespace = meta["name"], meta["namespace"]
@@ -396,25 +448,52 @@ def _ensure_policy(
             return 1
     observed_meta = observed.get("metadata") or {}
     labels = observed_meta.get("labels") or {}
+    annotations = observed_meta.get("annotations") or {}
+    ours = meta["labels"][BASELINE_LABEL]
     owner = labels.get(BASELINE_LABEL)
-    if owner and owner != meta["labels"][BASELINE_LABEL] and owner not in takeover:
+    if owner and owner != ours and owner not in takeover:
         return 0
-    if observed.get("spec") == desired["spec"] and all(labels.get(k) == v for k, v in meta["labels"].items()):
+    adopting = not owner
+    if adopting and annotations.get(ADOPT_ANNOTATION) != ours:
+        raise policy_taken(where, ours)
+    if not adopting and observed.get("spec") == desired["spec"] and all(
+            labels.get(k) == v for k, v in meta["labels"].items()):
         return 0
     # Replace, not merge: a rule someone added must go too. resourceVersion
     # makes it conditional: a 409 if the policy changed since our GET.
+    kept = {k: v for k, v in observed_meta.items() if k not in ("managedFields", "annotations")}
+    remaining = {k: v for k, v in annotations.items() if k != ADOPT_ANNOTATION}
     replacement = {
         "apiVersion": desired["apiVersion"],
         "kind": desired["kind"],
-        "metadata": {
-            **{k: v for k, v in observed_meta.items() if k != "managedFields"},
-            "labels": {**labels, **meta["labels"]},
-        },
+        "metadata": {**kept, **({"annotations": remaining} if remaining else {}), "labels": {**labels, **meta["labels"]}},
         "spec": desired["spec"],
     }
     networking.replace_namespaced_network_policy(name=name, namespace=namespace, body=replacement)
-    report("PolicyUpdated", f"restored NetworkPolicy {where} to the baseline")
+    if adopting:
+        report("PolicyAdopted", f"adopted NetworkPolicy {where} ({ADOPT_ANNOTATION}={ours})")
+    else:
+        report("PolicyUpdated", f"restored NetworkPolicy {where} to the baseline")
     return 1
+
+
+class NameTaken(Exception):
+    """A policy of one of our names exists and is no baseline's: it is left untouched.
+
+    Not a kopf error: the reconcile carries on with the other namespaces and
+    reports it in status; the resync timer is the (slow) retry.
+    """
+
+
+def policy_taken(where: str, baseline: str) -> NameTaken:
+    """The NameTaken error for someone else's policy: which, why, and how to resolve it."""
+    namespace, _, name = where.partition("/")
+    return NameTaken(
+        f"NetworkPolicy {where} exists and was not created for this {KIND}: it is left untouched, "
+        f"and namespace {namespace} lacks the baseline's own policy of that name. Delete or rename it; "
+        f"or hand it over to {KIND} {baseline} (which then keeps it as the baseline says): "
+        f"kubectl annotate networkpolicy {name} -n {namespace} {ADOPT_ANNOTATION}={baseline}"
+    )
 
 
 def _delete_policy(networking: NetworkingV1Api, policy: Mapping[str, Any], report: Reporter) -> None:
@@ -443,33 +522,22 @@ def write_counts(
     return True
 
 
-@functools.cache
-def _serializer() -> kubernetes.client.ApiClient:
-    return kubernetes.client.ApiClient()
-
-
-def _as_dict(obj: Any) -> dict[str, Any]:
-    """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    return _serializer().sanitize_for_serialization(obj)
-
-
 def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryError | None:
     """Map an API error to what a retry can achieve; None: leave it as it is."""
     status = e.status or 0
     message = _server_message(e)
     if status == 422:
-        return kopf.PermanentError(f"the API refused a NetworkPolicy (422): {message}")
+        return kopf.PermanentError(f"the API refused an object (422): {message}; fix the {KIND}")
     if status == 409:
         return kopf.TemporaryError(
-            f"a NetworkPolicy changed while we replaced it (409): {message}; retrying",
+            f"an object changed while we wrote it (409): {message}; retrying",
             delay=CONFLICT_RETRY_DELAY,
         )
     if status == 403 and "being terminated" in message:
-        # NamespaceLifecycle admission, not RBAC: it began terminating after we listed it.
+        # The NamespaceLifecycle admission plugin, not RBAC: the namespace
+        # is being deleted while we work in it.
         return kopf.TemporaryError(
-            f"a namespace is being deleted (403): {message}; retrying",
+            f"the namespace is being deleted (403): {message}; retrying",
             delay=DEFAULT_RETRY_DELAY,
         )
     if status == 403:
@@ -503,8 +571,96 @@ def _server_message(e: ApiException) -> str:
         return e.reason or "no message"
 
 
+@functools.cache
+def _serializer() -> kubernetes.client.ApiClient:
+    return kubernetes.client.ApiClient()
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)
+    return result
+
+
 def _ignore(reason: str, message: str) -> None:
     pass
+
+
+# --- Status: one Ready condition (the same code in every operator here) -----
+
+
+def ready_conditions(
+    previous: Sequence[Mapping[str, Any]],
+    *,
+    ready: bool,
+    reason: str,
+    message: str,
+    generation: int | None,
+    now: str,
+) -> list[dict[str, Any]]:
+    """``status.conditions`` with its ``Ready`` condition set as given, the others kept.
+
+    ``lastTransitionTime`` moves only when the status flips between True and
+    False, as the Kubernetes API conventions ask; ``observedGeneration`` says
+    which spec the condition is about.
+    """
+    status = "True" if ready else "False"
+    old = next((c for c in previous if c.get("type") == "Ready"), None)
+    since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else None
+    condition = {
+        "type": "Ready",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since or now,
+    }
+    others = [dict(c) for c in previous if c.get("type") != "Ready"]
+    return [*others, condition]
+
+
+def record_status(
+    body: kopf.Body,
+    patch: kopf.Patch,
+    fields: Mapping[str, Any],
+    *,
+    ready: bool,
+    reason: str,
+    message: str,
+) -> bool:
+    """Patch status: ``fields``, the Ready condition, observedGeneration; return whether Ready changed.
+
+    Only what differs is written, so the same outcome again (a retry, a
+    resync) costs no write. Callers post a Warning Event only when Ready
+    changed: one per retry would bury the one that matters. The top-level
+    ``message`` repeats a not-Ready message for ``kubectl get -o yaml``
+    readers and is removed once Ready.
+    """
+    status = body.get("status") or {}
+    generation = body.metadata.get("generation")
+    previous = status.get("conditions") or []
+    conditions = ready_conditions(
+        previous, ready=ready, reason=reason, message=message, generation=generation, now=_now()
+    )
+    wanted = {
+        **fields,
+        "message": None if ready else message,  # None removes it
+        "observedGeneration": generation,
+        "conditions": conditions,
+    }
+    changed = {key: value for key, value in wanted.items() if status.get(key) != value}
+    if changed:
+        patch.status.update(changed)
+    before: Mapping[str, Any] = next((c for c in previous if c.get("type") == "Ready"), {})
+    after = conditions[-1]
+    return any(before.get(key) != after[key] for key in ("status", "reason", "message"))
+
+
+def _now() -> str:
+    """The current time as the API writes it (RFC 3339, UTC, seconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _reference(name: str, uid: str | None) -> dict[str, Any]:
@@ -521,17 +677,14 @@ RESYNC_SECONDS = resync_seconds()
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) -> None:
-    """Configure the kubernetes client and kopf before any handler runs."""
-    try:
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            kubernetes.config.load_incluster_config()
-        else:
-            kubernetes.config.load_kube_config()  # KUBECONFIG, else ~/.kube/config
-    except kubernetes.config.ConfigException as e:
-        raise kopf.PermanentError(
-            f"no Kubernetes cluster configured ({e}): set KUBECONFIG to a "
-            f"kubeconfig file, or run the operator in a Pod"
-        ) from e
+    """Configure kopf before any handler runs.
+
+    The kubernetes client needs no loader here: with no ``@kopf.on.login``
+    handler and the ``kubernetes`` package installed, kopf's fallback login
+    (``login_via_client``, kopf 1.45) calls ``load_incluster_config()`` and
+    else ``load_kube_config()``, which set the client's default
+    Configuration that ``CoreV1Api()`` uses, before any resource handler runs.
+    """
     # Watches end quietly on some networks and proxies; asking the server to
     # close each stream after 5 minutes (and giving up client-side a little
     # later) makes kopf reconnect regularly instead of waiting forever.
@@ -559,27 +712,16 @@ def baseline_policies(namespace: str, labels: kopf.Labels, **_: Any) -> dict[tup
     return {(namespace, labels[BASELINE_LABEL]): True}
 
 
-def _record_failure(body: kopf.Body, patch: kopf.Patch, error: kopf.PermanentError) -> None:
-    """Status Failed and one Warning Event, unless status says so already."""
-    status = body.get("status") or {}
-    if status.get("phase") == "Failed" and status.get("message") == str(error):
-        return  # reported before: a second Event per resync would only be noise
-    patch.status.update(phase="Failed", message=str(error))
-    kopf.warn(body, reason="ReconcileFailed", message=str(error))
-
-
-def _record_success(body: kopf.Body, patch: kopf.Patch, status: Mapping[str, Any]) -> None:
-    """Write the status fields that differ (and drop a stale message)."""
-    current = body.get("status") or {}
-    changed = {key: value for key, value in status.items() if current.get(key) != value}
-    if "message" in current:
-        changed["message"] = None  # None removes it
-    if changed:
-        patch.status.update(changed)
+# Said in the Ready condition of every working baseline: what deleting it does.
+FAIL_CLOSED = "its policies stay if this NamespaceBaseline is deleted (fail-closed)"
 
 
 def _reconcile_and_record(name: str, spec: kopf.Spec, body: kopf.Body, patch: kopf.Patch) -> None:
     """Run the reconcile for one baseline and record the outcome in status and Events.
+
+    Status is written only where it changed and a Warning Event posted only
+    when the Ready condition changed: the resync timer runs this every
+    interval, and the same outcome again is no news.
 
     Raises:
         kopf.PermanentError: the baseline cannot work (after recording it once).
@@ -593,12 +735,19 @@ def _reconcile_and_record(name: str, spec: kopf.Spec, body: kopf.Body, patch: ko
         status = reconcile_baseline(name, spec, report=post_event)
     except kopf.PermanentError as e:
         # kopf only logs a permanent failure, so record it where users look.
-        _record_failure(body, patch, e)
+        if record_status(body, patch, {"phase": "Failed"}, ready=False, reason="ReconcileFailed", message=str(e)):
+            kopf.warn(body, reason="ReconcileFailed", message=str(e))
         raise
     except kopf.TemporaryError as e:
-        patch.status.update(phase="Retrying", message=str(e))
+        record_status(body, patch, {"phase": "Retrying"}, ready=False, reason="Retrying", message=str(e))
         raise
-    _record_success(body, patch, status)
+    taken = status.pop("nameTaken", None)
+    if taken:
+        if record_status(body, patch, status, ready=False, reason="NameTaken", message=f"{taken}; {FAIL_CLOSED}"):
+            kopf.warn(body, reason="NameTaken", message=taken)
+        return
+    message = f"{status['policies']} policies in {status['namespaces']} namespace(s); {FAIL_CLOSED}"
+    record_status(body, patch, status, ready=True, reason="Applied", message=message)
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")
@@ -660,6 +809,9 @@ def namespace_changed(
 
         try:
             return bool(write(post_event))
+        except NameTaken as e:
+            logger.warning(f"{e}; the resync timer reports it in the baseline's status")
+            return True  # it may have written the other policy
         except ApiException as e:
             logger.warning(
                 f"namespace {name}: could not apply baseline {baseline_name!r} "

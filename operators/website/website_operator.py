@@ -12,6 +12,29 @@ the Website, so deleting the Website lets the garbage collector delete them:
 no finalizer, no delete handler, and a Website can be deleted even while the
 operator is down.
 
+Ownership
+---------
+The owner reference, matched by the Website's uid, is what makes a child
+*ours* (labels anyone can set; a name is reused, a uid never is):
+
+* **Claim before touching.** If a Deployment or Service of the Website's name
+  exists and is not ours, the operator writes neither child: the Website
+  reports ``Ready=False``, reason ``NameTaken`` (naming the object and how to
+  resolve it) and one Warning Event, and kopf retries every
+  ``NAME_TAKEN_RETRY_DELAY`` seconds (a GET of each child and, at most, a
+  status write per attempt) until the name is free.
+* **Adoption is explicit.** Whoever may annotate the object (RBAC decides:
+  ``patch`` on it) hands it over with ``example.com/adopt=<website name>``.
+  The operator adds its owner reference and removes the annotation
+  (``DeploymentAdopted``/``ServiceAdopted``), then applies the Website's spec
+  as for its own children: the fields it declares become its own (``force``),
+  fields others set stay (server-side apply), and the garbage collector
+  deletes the object with the Website. An object another controller owns is
+  never adopted.
+* **Delete only what is ours**: the garbage collector deletes only objects
+  whose owner reference names the Website's uid; a foreign Service of the
+  same name outlives the Website untouched.
+
 Design
 ------
 The work is in one plain function, :func:`reconcile_website`. It writes each
@@ -42,8 +65,9 @@ follows (its ``targetPort`` is the container port's name, ``http``).
 
 Status has two writers that never write the same field:
 
-* the reconcile handler: ``phase`` (Applied, Retrying, Failed), ``message``,
-  ``deployment``, ``service`` and ``observedGeneration``;
+* the reconcile handler: ``phase`` (Applied, Retrying, Failed, NameTaken),
+  ``message``, ``deployment``, ``service``, ``observedGeneration`` and the
+  ``Ready`` condition;
 * the Deployment watcher (``@kopf.on.event`` on Deployments labelled
   ``managed-by=website-operator``): ``replicas``, ``readyReplicas``,
   ``updatedReplicas`` and ``rollout`` (Complete, Progressing), copied from the
@@ -64,6 +88,9 @@ API 403: RBAC denies a verb                 TemporaryError  retries; fixing the
                                                             ClusterRole heals it
 namespace Terminating (a 403 on create)     TemporaryError  retries (the Website goes
                                                             with its namespace)
+API 409: the object changed under us        TemporaryError  retries after 1 s
+the name is taken (not ours, see above)     NameTaken       retries every 30 s; status
+                                                            NameTaken, one Event
 any other error                             unchanged       retries with its backoff
 ==========================================  ==============  ===========================
 
@@ -79,19 +106,21 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import kopf
 import kubernetes.client
-import kubernetes.config
 from kubernetes.client import ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
 
 GROUP, VERSION, PLURAL, KIND = "example.com", "v1", "websites", "Website"
-OPERATOR = "website-operator"  # field manager, managed-by label, Event source
+OPERATOR = "website-operator"  # field manager, managed-by label, ClusterRole, Event source
+# Put on an existing Deployment or Service by whoever may annotate it, naming a
+# Website: that Website takes the object over (see "Ownership" above).
+ADOPT_ANNOTATION = "example.com/adopt"
 NAME_LABEL = "app.kubernetes.io/name"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 CONTAINER_NAME = "web"
@@ -111,6 +140,11 @@ NAME_MAX_LENGTH = 63
 
 # Seconds to wait before a retry when the API server does not say (Retry-After).
 DEFAULT_RETRY_DELAY = 10.0
+# An object changed between our read and our write (409): read it again soon.
+CONFLICT_RETRY_DELAY = 1.0
+# The name we need is taken: nothing tells us when it is freed or marked for
+# adoption (we do not watch objects that are not ours), so look again, slowly.
+NAME_TAKEN_RETRY_DELAY = 30.0
 # The Deployment watcher retries a failed status write this often, at most
 # STATUS_RETRY_MAX_DELAY apart: there is no later event to retry it for us.
 STATUS_WRITE_ATTEMPTS = 3
@@ -160,43 +194,31 @@ def labels(name: str) -> dict[str, str]:
     return {NAME_LABEL: name, MANAGED_BY_LABEL: OPERATOR}
 
 
-def owner_reference(name: str, uid: str) -> dict[str, Any]:
-    """An owner reference to a Website: its children go when it goes.
+def child_metadata(name: str, namespace: str) -> dict[str, Any]:
+    """Metadata every child of a Website carries: its name and our labels.
 
-    ``controller: true`` marks the Website as *the* managing owner (at most one
-    per object); ``blockOwnerDeletion: true`` makes a foreground deletion of the
-    Website wait for them. Where the OwnerReferencesPermissionEnforcement
-    admission plugin is on (OpenShift), setting it needs ``update`` on
-    ``websites/finalizers``; stock kube-apiserver, kind and minikube do not
-    enable that plugin.
+    The owner reference comes from ``kopf.append_owner_reference`` (not
+    ``kopf.adopt``, which would also copy the Website's own labels onto the
+    child). It makes the Website *the* managing owner (``controller: true``,
+    at most one per object); ``blockOwnerDeletion: true`` makes a foreground
+    deletion of the Website wait for its children. Where the
+    OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift),
+    setting it needs ``update`` on ``websites/finalizers``; stock
+    kube-apiserver, kind and minikube do not enable that plugin.
     """
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": KIND,
-        "name": name,
-        "uid": uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return {"name": name, "namespace": namespace, "labels": labels(name)}
 
 
-def child_metadata(name: str, namespace: str, owner: Mapping[str, Any]) -> dict[str, Any]:
-    """Metadata every child of a Website carries: its name, our labels, the owner reference."""
-    return {"name": name, "namespace": namespace, "labels": labels(name), "ownerReferences": [dict(owner)]}
-
-
-def deployment_manifest(
-    name: str, namespace: str, site: Mapping[str, Any], owner: Mapping[str, Any]
-) -> dict[str, Any]:
+def deployment_manifest(name: str, namespace: str, site: Mapping[str, Any], owner: kopf.Body) -> dict[str, Any]:
     """The desired Deployment of a Website (``site`` from :func:`website_spec`).
 
     Everything the operator declares, and nothing else: server-side apply
     makes the operator the owner of exactly these fields.
     """
-    return {
+    manifest: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": child_metadata(name, namespace, owner),
+        "metadata": child_metadata(name, namespace),
         "spec": {
             "replicas": site["replicas"],
             # Immutable once created; both labels, so that another app's Pods
@@ -221,21 +243,96 @@ def deployment_manifest(
             },
         },
     }
+    kopf.append_owner_reference(manifest, owner=owner)
+    return manifest
 
 
-def service_manifest(
-    name: str, namespace: str, site: Mapping[str, Any], owner: Mapping[str, Any]
-) -> dict[str, Any]:
+def service_manifest(name: str, namespace: str, site: Mapping[str, Any], owner: kopf.Body) -> dict[str, Any]:
     """The desired Service of a Website: ``spec.port`` to the Pods' ``http`` port."""
-    return {
+    manifest: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": child_metadata(name, namespace, owner),
+        "metadata": child_metadata(name, namespace),
         "spec": {
             "selector": labels(name),
             "ports": [{"name": PORT_NAME, "port": site["port"], "targetPort": PORT_NAME, "protocol": "TCP"}],
         },
     }
+    kopf.append_owner_reference(manifest, owner=owner)
+    return manifest
+
+
+# --- Ownership: claim before touching (the same code in every operator here) -
+
+
+OURS, ADOPTABLE, TAKEN = "ours", "adoptable", "taken"
+
+
+class NameTaken(kopf.TemporaryError):
+    """An object of a name we need exists and is not ours: it is left untouched.
+
+    Temporary, so kopf tries again, but only every NAME_TAKEN_RETRY_DELAY
+    seconds: the name may be freed, or the object marked for adoption, at
+    any time, and no event of ours would say so.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, delay=NAME_TAKEN_RETRY_DELAY)
+
+
+def owner_body(name: str, uid: str) -> kopf.Body:
+    """Enough of one of our custom resources for kopf to build an owner reference to it."""
+    return kopf.Body({"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": {"name": name, "uid": uid}})
+
+
+def ownership(meta: Mapping[str, Any], owner: kopf.Body) -> str:
+    """Whose an existing object is: ``OURS``, ``ADOPTABLE`` by ``owner``, or ``TAKEN``.
+
+    Ours means an owner reference with the owner's uid: a name is reused
+    when an object is deleted and re-created, a uid never is, and a label
+    anyone can set. Adoptable means ``ADOPT_ANNOTATION`` names the owner and
+    no controller owns the object yet (two controllers would fight over it).
+    """
+    refs = meta.get("ownerReferences") or []
+    if any(ref.get("uid") == owner.metadata.uid for ref in refs):
+        return OURS
+    handed_to = (meta.get("annotations") or {}).get(ADOPT_ANNOTATION)
+    if handed_to == owner.metadata.name and not any(ref.get("controller") for ref in refs):
+        return ADOPTABLE
+    return TAKEN
+
+
+def name_taken(kind: str, meta: Mapping[str, Any], owner: kopf.Body) -> NameTaken:
+    """The NameTaken error for an object that is not ours: which, why, and how to resolve it."""
+    name, namespace = meta.get("name"), meta.get("namespace")
+    where = f"{namespace}/{name}" if namespace else f"{name}"
+    controller = next((ref for ref in meta.get("ownerReferences") or [] if ref.get("controller")), None)
+    if controller:
+        return NameTaken(
+            f"{kind} {where} exists and is controlled by {controller.get('kind')} {controller.get('name')}: "
+            f"it is left untouched and cannot be adopted; delete it, or rename the {KIND}"
+        )
+    scope = f" -n {namespace}" if namespace else ""
+    return NameTaken(
+        f"{kind} {where} exists and was not created for this {KIND}: it is left untouched. "
+        f"Delete or rename it, or rename the {KIND}; or hand it over to {KIND} {owner.metadata.name} "
+        f"(which then manages it and deletes it with itself): "
+        f"kubectl annotate {kind.lower()} {name}{scope} {ADOPT_ANNOTATION}={owner.metadata.name}"
+    )
+
+
+def adoption_patch(meta: Mapping[str, Any], owner: kopf.Body) -> dict[str, Any]:
+    """A strategic merge patch adopting an object: our owner reference in, the annotation out.
+
+    The strategic merge adds our owner reference to the others (merged by
+    uid). The resourceVersion makes it conditional: if the object changed
+    since we decided it was adoptable, the API answers 409 and we look again.
+    """
+    patch: dict[str, Any] = {
+        "metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {ADOPT_ANNOTATION: None}}
+    }
+    kopf.append_owner_reference(patch, owner=owner)
+    return patch
 
 
 def owning_website(deployment: Mapping[str, Any]) -> str | None:
@@ -317,11 +414,14 @@ def reconcile_website(
     core: kubernetes.client.CoreV1Api | None = None,
     report: Reporter | None = None,
 ) -> dict[str, Any]:
-    """Make the cluster match one Website; return its status fields.
+    """Make the cluster match one Website (whose ``metadata.uid`` is ``uid``); return its status fields.
 
-    Server-side applies the Deployment and the Service (owned by the Website
-    with ``uid``); an unchanged child is not written. ``report(reason,
-    message)``, if given, hears of every child created or changed.
+    Reads both children first: if either exists and is not the Website's
+    (see "Ownership"), it writes nothing and raises NameTaken. Otherwise it
+    adopts what is marked for adoption and server-side applies the
+    Deployment and the Service; an unchanged child is not written.
+    ``report(reason, message)``, if given, hears of every child created,
+    adopted or changed.
 
     Returns ``{"deployment": name, "service": name, "phase": "Applied"}``.
     Raises kopf.PermanentError when retrying cannot help and
@@ -334,23 +434,35 @@ def reconcile_website(
     apps = AppsV1Api() if apps is None else apps
     core = CoreV1Api() if core is None else core
     report = _ignore if report is None else report
-    owner = owner_reference(name, uid)
-
-    try:
-        _apply(
+    owner = owner_body(name, uid)
+    children = [
+        _Child(
             "Deployment",
             deployment_manifest(name, namespace, site, owner),
             read=lambda: apps.read_namespaced_deployment(name=name, namespace=namespace),
             apply=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body, **_SSA),
-            report=report,
-        )
-        _apply(
+            patch=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body),
+        ),
+        _Child(
             "Service",
             service_manifest(name, namespace, site, owner),
             read=lambda: core.read_namespaced_service(name=name, namespace=namespace),
             apply=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body, **_SSA),
-            report=report,
-        )
+            patch=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body),
+        ),
+    ]
+
+    try:
+        observed = [_read(child.read) for child in children]
+        # Both checked before either is written: a Website never gets half of its children.
+        for child, before in zip(children, observed):
+            if before is not None and ownership(before["metadata"], owner) == TAKEN:
+                raise name_taken(child.kind, before["metadata"], owner)
+        for child, before in zip(children, observed):
+            if before is not None and ownership(before["metadata"], owner) == ADOPTABLE:
+                before = _as_dict(child.patch(adoption_patch(before["metadata"], owner)))
+                report(f"{child.kind}Adopted", f"adopted {child.kind} {namespace}/{name} ({ADOPT_ANNOTATION}={name})")
+            _apply(child.kind, child.desired, before=before, apply=child.apply, report=report)
     except ApiException as e:
         routed = _route_api_error(e)
         if routed is None:
@@ -364,24 +476,47 @@ def reconcile_website(
 _SSA = {"field_manager": OPERATOR, "force": True, "_content_type": "application/apply-patch+yaml"}
 
 
+class _Child:
+    """One child of a Website: its desired manifest and the calls that read and write it."""
+
+    def __init__(
+        self,
+        kind: str,
+        desired: dict[str, Any],
+        *,
+        read: Callable[[], Any],
+        apply: Callable[[dict[str, Any]], Any],
+        patch: Callable[[dict[str, Any]], Any],
+    ) -> None:
+        self.kind, self.desired, self.read, self.apply, self.patch = kind, desired, read, apply, patch
+
+
+def _read(read: Callable[[], Any]) -> dict[str, Any] | None:
+    """The object as a dict, or None if it does not exist."""
+    try:
+        return _as_dict(read())
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        return None
+
+
 def _apply(
     kind: str,
     desired: dict[str, Any],
     *,
-    read: Callable[[], Any],
+    before: Mapping[str, Any] | None,
     apply: Callable[[dict[str, Any]], Any],
     report: Reporter,
 ) -> bool:
     """Server-side apply one child; report and return whether it changed.
 
-    The read before is only for the report: SSA itself needs no read.
+    ``before`` (read first, only for the report: SSA itself needs no read)
+    is None if the child did not exist. Between that read and the apply,
+    someone could create an object of the name, which the apply would then
+    take over: a window of one round trip that an apply cannot close (it
+    takes no precondition on create).
     """
-    try:
-        before = _as_dict(read())
-    except ApiException as e:
-        if e.status != 404:
-            raise
-        before = None
     after = _as_dict(apply(desired))
     where = f"{desired['metadata']['namespace']}/{desired['metadata']['name']}"
     if before is None:
@@ -400,16 +535,7 @@ def _essence(obj: Mapping[str, Any]) -> tuple[Any, ...]:
     return (meta.get("labels"), meta.get("ownerReferences"), obj.get("spec"))
 
 
-@functools.cache
-def _serializer() -> kubernetes.client.ApiClient:
-    return kubernetes.client.ApiClient()
-
-
-def _as_dict(obj: Any) -> dict[str, Any]:
-    """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    return _serializer().sanitize_for_serialization(obj)
+# --- Errors and API objects (the same code in every operator here) ----------
 
 
 def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryError | None:
@@ -417,10 +543,15 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
     status = e.status or 0
     message = _server_message(e)
     if status == 422:
-        return kopf.PermanentError(f"the API refused the object (422): {message}; fix the Website")
+        return kopf.PermanentError(f"the API refused an object (422): {message}; fix the {KIND}")
+    if status == 409:
+        return kopf.TemporaryError(
+            f"an object changed while we wrote it (409): {message}; retrying",
+            delay=CONFLICT_RETRY_DELAY,
+        )
     if status == 403 and "being terminated" in message:
         # The NamespaceLifecycle admission plugin, not RBAC: the namespace
-        # (and so the Website) is being deleted.
+        # is being deleted while we work in it.
         return kopf.TemporaryError(
             f"the namespace is being deleted (403): {message}; retrying",
             delay=DEFAULT_RETRY_DELAY,
@@ -456,8 +587,96 @@ def _server_message(e: ApiException) -> str:
         return e.reason or "no message"
 
 
+@functools.cache
+def _serializer() -> kubernetes.client.ApiClient:
+    return kubernetes.client.ApiClient()
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)
+    return result
+
+
 def _ignore(reason: str, message: str) -> None:
     pass
+
+
+# --- Status: one Ready condition (the same code in every operator here) -----
+
+
+def ready_conditions(
+    previous: Sequence[Mapping[str, Any]],
+    *,
+    ready: bool,
+    reason: str,
+    message: str,
+    generation: int | None,
+    now: str,
+) -> list[dict[str, Any]]:
+    """``status.conditions`` with its ``Ready`` condition set as given, the others kept.
+
+    ``lastTransitionTime`` moves only when the status flips between True and
+    False, as the Kubernetes API conventions ask; ``observedGeneration`` says
+    which spec the condition is about.
+    """
+    status = "True" if ready else "False"
+    old = next((c for c in previous if c.get("type") == "Ready"), None)
+    since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else None
+    condition = {
+        "type": "Ready",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since or now,
+    }
+    others = [dict(c) for c in previous if c.get("type") != "Ready"]
+    return [*others, condition]
+
+
+def record_status(
+    body: kopf.Body,
+    patch: kopf.Patch,
+    fields: Mapping[str, Any],
+    *,
+    ready: bool,
+    reason: str,
+    message: str,
+) -> bool:
+    """Patch status: ``fields``, the Ready condition, observedGeneration; return whether Ready changed.
+
+    Only what differs is written, so the same outcome again (a retry, a
+    resync) costs no write. Callers post a Warning Event only when Ready
+    changed: one per retry would bury the one that matters. The top-level
+    ``message`` repeats a not-Ready message for ``kubectl get -o yaml``
+    readers and is removed once Ready.
+    """
+    status = body.get("status") or {}
+    generation = body.metadata.get("generation")
+    previous = status.get("conditions") or []
+    conditions = ready_conditions(
+        previous, ready=ready, reason=reason, message=message, generation=generation, now=_now()
+    )
+    wanted = {
+        **fields,
+        "message": None if ready else message,  # None removes it
+        "observedGeneration": generation,
+        "conditions": conditions,
+    }
+    changed = {key: value for key, value in wanted.items() if status.get(key) != value}
+    if changed:
+        patch.status.update(changed)
+    before: Mapping[str, Any] = next((c for c in previous if c.get("type") == "Ready"), {})
+    after = conditions[-1]
+    return any(before.get(key) != after[key] for key in ("status", "reason", "message"))
+
+
+def _now() -> str:
+    """The current time as the API writes it (RFC 3339, UTC, seconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def write_rollout_status(
@@ -496,17 +715,14 @@ def write_rollout_status(
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Configure the kubernetes client and kopf before any handler runs."""
-    try:
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            kubernetes.config.load_incluster_config()
-        else:
-            kubernetes.config.load_kube_config()  # KUBECONFIG, else ~/.kube/config
-    except kubernetes.config.ConfigException as e:
-        raise kopf.PermanentError(
-            f"no Kubernetes cluster configured ({e}): set KUBECONFIG to a "
-            f"kubeconfig file, or run the operator in a Pod"
-        ) from e
+    """Configure kopf before any handler runs.
+
+    The kubernetes client needs no loader here: with no ``@kopf.on.login``
+    handler and the ``kubernetes`` package installed, kopf's fallback login
+    (``login_via_client``, kopf 1.45) calls ``load_incluster_config()`` and
+    else ``load_kube_config()``, which set the client's default
+    Configuration that ``CoreV1Api()`` uses, before any resource handler runs.
+    """
     # Watches end quietly on some networks and proxies; asking the server to
     # close each stream after 5 minutes (and giving up client-side a little
     # later) makes kopf reconnect regularly instead of waiting forever.
@@ -527,32 +743,39 @@ def reconcile(
     body: kopf.Body,
     patch: kopf.Patch,
     **_: Any,
-) -> dict[str, Any]:
+) -> None:
     """Reconcile on create, on every spec change, and for every Website at startup.
 
     on.resume makes a restarted operator re-apply what may have changed while
-    it was down (a child deleted, a spec edited). kopf stores the returned
-    dict in ``status.reconcile``; the same fields go to the top level of
-    status, where the printer columns read them.
+    it was down (a child deleted, a spec edited).
+
+    Status is written once, by patch, and nothing is returned: kopf would
+    store a returned dict a second time in ``status.reconcile``, a copy that
+    nothing reads and that goes stale when a failure is patched over it.
     """
 
     def post_event(reason: str, message: str) -> None:
         kopf.info(body, reason=reason, message=message)
 
-    generation = meta.get("generation")
     try:
         status = reconcile_website(name, namespace, spec, uid=meta["uid"], report=post_event)
+    except NameTaken as e:
+        if record_status(body, patch, {"phase": "NameTaken"}, ready=False, reason="NameTaken", message=str(e)):
+            kopf.warn(body, reason="NameTaken", message=str(e))
+        raise
     except kopf.PermanentError as e:
         # kopf only logs a permanent failure and forgets it once handling is
         # over, so record it where users look: status and a Warning Event.
-        patch.status.update(phase="Failed", message=str(e), observedGeneration=generation)
-        kopf.warn(body, reason="ReconcileFailed", message=str(e))
+        if record_status(body, patch, {"phase": "Failed"}, ready=False, reason="ReconcileFailed", message=str(e)):
+            kopf.warn(body, reason="ReconcileFailed", message=str(e))
         raise
     except kopf.TemporaryError as e:
-        patch.status.update(phase="Retrying", message=str(e))
+        record_status(body, patch, {"phase": "Retrying"}, ready=False, reason="Retrying", message=str(e))
         raise
-    patch.status.update(status, observedGeneration=generation, message=None)  # None removes it
-    return status
+    record_status(
+        body, patch, status, ready=True, reason="Applied",
+        message=f"Deployment and Service {namespace}/{name} applied; rollout in status.rollout",
+    )
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY_LABEL: OPERATOR})

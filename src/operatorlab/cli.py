@@ -25,6 +25,7 @@ import sys
 from operatorlab import operators, paths
 from operatorlab.cluster import ClusterError, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
+from operatorlab.labs import cli as labs_cli
 from operatorlab.terminal import GREEN, RED, color
 
 
@@ -87,7 +88,8 @@ def operator_list(_: argparse.Namespace) -> int:
 
 
 def operator_run(args: argparse.Namespace) -> int:
-    argv = operators.kopf_argv(args.name, namespaces=args.namespace or None, verbose=args.verbose)
+    argv = operators.kopf_argv(operators.operator_path(args.name), namespaces=args.namespace or (),
+                               verbose=args.verbose)
     cluster = get_cluster(args.cluster_name)
     if not cluster.is_up():
         raise ClusterError(f"the {cluster.provider} cluster is not up: start it with: operatorlab cluster up")
@@ -127,9 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true", help="kopf's debug log (every object handled)")
     run.set_defaults(func=operator_run)
 
-    from operatorlab.labs import cli as labs_cli  # operatorlab lab ..., operatorlab drill ...
-
-    labs_cli.add_parsers(sub)
+    labs_cli.add_parsers(sub)  # operatorlab lab ..., operatorlab drill ...
     return parser
 
 

@@ -1,6 +1,6 @@
-"""Run the kopf operators in ``operators/<name>/`` as child processes.
+"""Run kopf operators (``operators/<name>/<name>_operator.py``, or a learner's copy) as processes.
 
-Notebooks, tests and labs all start operators through :class:`OperatorProcess`
+Notebooks, tests, benchmarks and labs all start operators through :class:`OperatorProcess`
 (never in the notebook's own kernel): a separate process can be SIGKILLed
 mid-reconcile exactly as Kubernetes would kill a Pod, its log goes to a file
 rather than into whichever notebook cell happens to run next, and it talks to
@@ -10,6 +10,7 @@ the cluster through its own kubeconfig, just as it would in production.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import importlib.util
 import os
 import signal
@@ -17,6 +18,7 @@ import sys
 import time
 import urllib.request
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -71,19 +73,19 @@ def load_module(name: str) -> ModuleType:
     return module
 
 
-def kopf_argv(name: str, *, namespaces: list[str] | None = None, liveness_port: int | None = None,
-              peering: str | None = None, verbose: bool = True, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The ``kopf run`` command line for an operator.
+def kopf_argv(path: str | Path, *, namespaces: Sequence[str] = (), liveness_port: int | None = None,
+              peering: str | None = None, verbose: bool = True, extra: Sequence[str] = ()) -> list[str]:
+    """The ``kopf run`` command line for the operator in the file ``path``.
 
     Args:
-        namespaces: watch only these namespaces; ``None`` means ``--all-namespaces``
+        namespaces: watch only these namespaces; none means ``--all-namespaces``
             (cluster-scoped resources such as Tenants are seen either way).
         liveness_port: serve kopf's liveness probe on ``127.0.0.1:<port>/healthz``.
         peering: a peering name (several replicas coordinate); ``None`` means ``--standalone``.
         verbose: kopf's debug log (each object as handled): for log files that tests and labs
             read, too noisy for a person watching a terminal.
     """
-    argv = [sys.executable, "-m", "kopf", "run", str(operator_path(name))] + (["--verbose"] if verbose else [])
+    argv = [sys.executable, "-m", "kopf", "run", str(path)] + (["--verbose"] if verbose else [])
     argv += [f"--namespace={ns}" for ns in namespaces] if namespaces else ["--all-namespaces"]
     argv += [f"--peering={peering}"] if peering else ["--standalone"]
     if liveness_port:
@@ -91,85 +93,141 @@ def kopf_argv(name: str, *, namespaces: list[str] | None = None, liveness_port: 
     return [*argv, *extra]
 
 
+def read_env_file(path: Path | None) -> dict[str, str]:
+    """``KEY=VALUE`` lines of ``path`` (blank lines and ``#`` comments skipped); {} if there is none."""
+    if path is None or not path.is_file():
+        return {}
+    env = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            env[key.strip()] = value.strip()
+    return env
+
+
 class OperatorProcess:
-    """One operator run as ``kopf run ...`` in its own process group.
+    """One operator file run as ``kopf run <path>`` in its own process group.
 
-    Usable as a context manager (started on enter, stopped on exit)::
+    Two ways to run it:
 
-        with OperatorProcess("tenant", kubeconfig=cluster.kubeconfig) as op:
-            ...          # create Tenants; op.kill() to SIGKILL it mid-reconcile
-        print(op.log())
+    - *attached* (default: notebooks, tests): it dies with the interpreter that started
+      it, even if that one is SIGKILLed (the kernel's parent-death signal), and is stopped
+      at exit. A context manager: started on enter, stopped on exit::
+
+          with OperatorProcess(operator_path("tenant"), kubeconfig=cluster.kubeconfig) as op:
+              ...          # create Tenants; op.kill() to SIGKILL it mid-reconcile
+          print(op.log())
+
+    - *detached* (``attached=False``: the labs): it outlives the command that started it
+      (``operatorlab lab start`` returns, the operator keeps running), and a later command
+      finds it again by its recorded :attr:`identity` (pid + start time), passed back in as
+      ``identity=``.
 
     Args:
-        name: the operator's folder under ``operators/``.
+        path: the operator's file (its kopf handlers): :func:`operator_path` for ours, or a
+            learner's copy.
         kubeconfig: the cluster to talk to (default: inherit ``$KUBECONFIG``).
         namespaces, peering, extra_args: passed to :func:`kopf_argv`.
-        env: extra environment variables (e.g. the fault-injection hooks of the labs).
+        env: extra environment variables (e.g. a resync interval).
+        env_file: a ``KEY=VALUE`` file read at every start (a learner may edit it); ``env`` wins.
         log_path: where its output goes (default: a fresh file under the cache).
+        attached: die with this interpreter (True) or outlive it (False).
+        identity: the process a previous command started with this configuration.
     """
 
-    def __init__(self, name: str, *, kubeconfig: str | Path | None = None, namespaces: list[str] | None = None,
-                 peering: str | None = None, env: dict[str, str] | None = None,
-                 extra_args: list[str] | tuple[str, ...] = (), log_path: Path | None = None) -> None:
-        self.name = name
-        self.kubeconfig = kubeconfig
-        self.namespaces = namespaces
+    def __init__(self, path: str | Path, *, kubeconfig: str | Path | None = None, namespaces: Sequence[str] = (),
+                 peering: str | None = None, env: Mapping[str, str] | None = None, env_file: Path | None = None,
+                 extra_args: Sequence[str] = (), log_path: Path | None = None, attached: bool = True,
+                 identity: process.Identity | None = None) -> None:
+        self.path = Path(path)
+        self.kubeconfig = Path(kubeconfig) if kubeconfig else None
+        self.namespaces = tuple(namespaces)
         self.peering = peering
-        self.extra_env = dict(env or {})
+        self.env = dict(env or {})
+        self.env_file = Path(env_file) if env_file else None
         self.extra_args = tuple(extra_args)
-        self.log_path = log_path or paths.cache_root() / "operators" / f"{name}-{os.getpid()}-{id(self):x}.log"
-        self.pid: int | None = None
+        self.log_path = log_path or (paths.cache_root() / "operators"
+                                     / f"{self.path.stem}-{os.getpid()}-{id(self):x}.log")
+        self.attached = attached
+        self.identity = identity
         self.liveness_port: int | None = None
 
-    def start(self, *, timeout: float = 60.0) -> OperatorProcess:
-        """Start it and wait until its liveness probe answers (startup handlers done).
+    @property
+    def name(self) -> str:
+        """The operator's folder name (``tenant`` for ``operators/tenant/tenant_operator.py``)."""
+        return self.path.stem.removesuffix("_operator")
+
+    @property
+    def pid(self) -> int | None:
+        return self.identity.pid if self.identity else None
+
+    def start(self, *, timeout: float = 60.0,
+              on_spawn: Callable[[OperatorProcess], None] | None = None) -> OperatorProcess:
+        """Start it (stopping the one :attr:`identity` names first) and wait until kopf's liveness probe answers.
+
+        kopf answers the probe once its startup handlers are done. ``on_spawn`` is called as
+        soon as the process exists, before the wait: a lab records it there, so that even an
+        operator that fails to come up is stopped by ``reset``.
 
         Raises:
+            FileNotFoundError: there is no operator file at :attr:`path` (for one of ours, pass
+                ``operator_path(name)``).
             RuntimeError: it exited or did not answer within ``timeout`` s (with its log tail).
         """
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no operator file {self.path}: OperatorProcess takes a path; for one of "
+                                    f"ours: OperatorProcess(operator_path({self.path.stem!r}))")
+        self.stop()
         self.liveness_port = process.free_port()
-        env = {**os.environ, **self.extra_env}
+        env = {**os.environ, **read_env_file(self.env_file), **self.env}
         if self.kubeconfig:
             env["KUBECONFIG"] = str(self.kubeconfig)
-        argv = kopf_argv(self.name, namespaces=self.namespaces, liveness_port=self.liveness_port,
+        argv = kopf_argv(self.path, namespaces=self.namespaces, liveness_port=self.liveness_port,
                          peering=self.peering, extra=self.extra_args)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a") as f:
             f.write(f"\n=== start {time.strftime('%H:%M:%S')}: {' '.join(argv)}\n")
-        self.pid = process.spawn(argv, self.log_path, env=env, die_with_parent=True)
-        _running.add(self)
+        pid = process.spawn(argv, self.log_path, env=env, die_with_parent=self.attached)
+        self.identity = process.Identity.of(pid)
+        if self.attached:
+            _running.add(self)
+        if on_spawn:
+            on_spawn(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.running:
-                raise RuntimeError(f"operator {self.name} exited at startup:\n{process.tail(self.log_path)}")
+                raise RuntimeError(f"operator {self.path} exited at startup:\n{process.tail(self.log_path)}")
             if self._live():
                 return self
             time.sleep(0.2)
-        raise RuntimeError(f"operator {self.name} not live after {timeout:.0f}s:\n{process.tail(self.log_path)}")
+        raise RuntimeError(f"operator {self.path} not live after {timeout:.0f}s:\n{process.tail(self.log_path)}")
 
     def stop(self, *, timeout: float = 20.0) -> None:
         """Graceful stop (SIGTERM: kopf finishes its handlers' current step), SIGKILL after ``timeout``."""
-        process.stop(self.pid, timeout=timeout)
+        if self.identity:
+            self.identity.stop(timeout=timeout)
         _running.discard(self)
 
     def kill(self) -> None:
         """SIGKILL, as the kubelet does when a Pod is killed: no cleanup, no goodbye."""
-        process.stop(self.pid, sig=signal.SIGKILL, timeout=5)
+        if self.identity:
+            self.identity.stop(sig=signal.SIGKILL, timeout=5)
         _running.discard(self)
 
     def wait_exit(self, timeout: float = 30.0) -> bool:
-        """Wait for the process to end by itself (e.g. a kill hook fired); True if it did."""
+        """Wait for the process to end by something else's hand (e.g. the fault proxy); True if it did."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.running:
-                process.stop(self.pid)  # reaps the zombie
+                self.stop()  # reaps the zombie if it was our child
                 return True
             time.sleep(0.1)
         return False
 
     @property
     def running(self) -> bool:
-        return process.is_running(self.pid)
+        return bool(self.identity and self.identity.alive)
 
     def log(self) -> str:
         """Everything the operator printed so far."""
@@ -177,6 +235,17 @@ class OperatorProcess:
             return self.log_path.read_text(errors="replace")
         except FileNotFoundError:
             return ""
+
+    def log_tail(self, lines: int = 5) -> str:
+        return process.tail(self.log_path, lines)
+
+    def fingerprint(self) -> str:
+        """A digest of its source and env file: it changes when a learner edits either."""
+        digest = hashlib.sha256()
+        for path in (self.path, self.env_file):
+            if path and path.is_file():
+                digest.update(path.read_bytes())
+        return digest.hexdigest()[:16]
 
     def _live(self) -> bool:
         try:
@@ -188,5 +257,5 @@ class OperatorProcess:
     def __enter__(self) -> OperatorProcess:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -27,7 +27,7 @@ import pytest
 from operatorlab.controllers.informer import InformerController
 from operatorlab.controllers.listwatch import ListWatchController
 from operatorlab.controllers.polling import PollingController
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 pytestmark = pytest.mark.xdist_group("tenant-operator")
@@ -47,7 +47,7 @@ class Implementation:
     def start(self) -> None:
         assert self._running is None, "already running"
         if self.kind == "kopf":
-            self._running = OperatorProcess("tenant").start(timeout=TIMEOUT)
+            self._running = OperatorProcess(operator_path("tenant")).start(timeout=TIMEOUT)
         elif self.kind == "polling":
             self._running = PollingController(self.api_client, interval=0.5).start()
         elif self.kind == "listwatch":

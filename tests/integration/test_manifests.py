@@ -147,3 +147,35 @@ def test_image_is_slim_non_root_and_serves_the_probe(operator: str):
     lines = (paths.operators_dir() / operator / "requirements.txt").read_text().splitlines()
     requirements = {re.split(r"[<>=!~ ]", line)[0] for line in lines if line.strip() and not line.startswith("#")}
     assert requirements == {"kopf", "kubernetes"}  # the operator imports nothing else
+
+
+def test_apply_crds_returns_once_each_crd_is_served_from_the_watch_cache(api_client, unique):
+    """After apply_crds, a LIST from the watch cache (resourceVersion=0) answers at once.
+
+    Right after a CRD is created, such a LIST waits for the cache to start (about
+    a second here, a 429 "storage is (re)initializing" under load): an operator
+    started then logs an ERROR. apply_crds waits that out, so it does not.
+    """
+    import time
+    from tempfile import TemporaryDirectory
+
+    group = f"served{unique}.operatorlab.test"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"things.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    ext = client.ApiextensionsV1Api(api_client)
+    with TemporaryDirectory() as directory:
+        (Path(directory) / "thing.yaml").write_text(yaml.safe_dump(crd))
+        try:
+            assert manifests.apply_crds(api_client, Path(directory)) == [f"CustomResourceDefinition/things.{group}"]
+            started = time.monotonic()
+            listed = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+                group, "v1", "things", resource_version="0")
+            elapsed = time.monotonic() - started
+        finally:
+            ext.delete_custom_resource_definition(f"things.{group}")
+    assert listed["items"] == []
+    assert elapsed < 0.5, f"the first LIST from the watch cache took {elapsed:.2f}s: the cache was not ready"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 pytestmark = pytest.mark.xdist_group("nsb-operator")
@@ -48,7 +48,7 @@ def start_operator(tmp_path) -> Iterator[Callable[..., OperatorProcess]]:
     started: list[OperatorProcess] = []
 
     def start(resync: str = NO_RESYNC) -> OperatorProcess:
-        op = OperatorProcess("namespacebaseline", env={"NSB_RESYNC_SECONDS": resync},
+        op = OperatorProcess(operator_path("namespacebaseline"), env={"NSB_RESYNC_SECONDS": resync},
                              log_path=tmp_path / f"operator-{len(started)}.log")
         started.append(op)
         return op.start()
@@ -334,3 +334,76 @@ def test_a_malformed_label_that_slipped_past_the_schema_is_reported_once(
     status = eventually(lambda: _status(custom, name).get("phase") == "Ready" and _status(custom, name), timeout=15,
                         message="Ready after the fix")
     assert "message" not in status
+
+
+# --- ownership: someone else's policy of our name is never touched; adoption by annotation ---
+
+
+def _condition(custom, name: str) -> dict:
+    conditions = _status(custom, name).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {})
+
+
+def _policy_snapshot(networking, namespace: str, name: str) -> dict:
+    policy = networking.read_namespaced_network_policy(name, namespace)
+    return {"spec": policy.spec.to_dict(), "labels": policy.metadata.labels,
+            "annotations": policy.metadata.annotations, "ownerReferences": policy.metadata.owner_references,
+            "resourceVersion": policy.metadata.resource_version}
+
+
+def _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique: str) -> tuple[str, str, dict]:
+    """A labelled namespace holding the team's own policy named like the baseline's (it allows all
+    ingress, and even carries the operator's managed-by label), then the baseline.
+
+    Returns the baseline's name, the namespace and the policy as it was before the baseline came.
+    """
+    name = f"nsb-{unique}"
+    baselines.append(name)
+    target = namespaces({LABEL_KEY: unique})
+    networking.create_namespaced_network_policy(target, {
+        "metadata": {"name": DENY, "labels": {"app.kubernetes.io/managed-by": "namespacebaseline-operator"}},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]}})
+    before = _policy_snapshot(networking, target, DENY)
+    custom.create_cluster_custom_object(*NSB, baseline(name, f"{LABEL_KEY}={unique}"))
+    return name, target, before
+
+
+def test_a_foreign_policy_survives_create_update_and_delete_of_the_baseline(
+        start_operator, custom, core, networking, namespaces, baselines, unique):
+    start_operator(resync="2")
+    name, target, before = _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique)
+    ready = eventually(lambda: _condition(custom, name).get("reason") == "NameTaken" and _condition(custom, name),
+                       timeout=30, message="Ready=False, NameTaken")
+    assert ready["status"] == "False" and ready["observedGeneration"] == 1
+    assert f"NetworkPolicy {target}/{DENY} exists and was not created for this NamespaceBaseline" in ready["message"]
+    assert f"kubectl annotate networkpolicy {DENY} -n {target} hedronite.io/adopt={name}" in ready["message"]
+    assert "fail-closed" in ready["message"]
+    eventually(lambda: _policies(networking, target) == [DNS, DENY], timeout=30, message="the DNS policy is ours")
+    time.sleep(5)  # two resyncs: each looks again, none touches it, none posts another Event
+    assert _policy_snapshot(networking, target, DENY) == before
+    assert [(e.type, e.reason) for e in _events(core, name) if e.type == "Warning"] == [("Warning", "NameTaken")]
+
+    custom.patch_cluster_custom_object(*NSB, name, {"spec": {"allowDNS": False}})
+    eventually(lambda: _policies(networking, target) == [DENY], timeout=30, message="our DNS policy removed")
+    assert _condition(custom, name)["observedGeneration"] == 2 and _condition(custom, name)["reason"] == "NameTaken"
+    assert _policy_snapshot(networking, target, DENY) == before
+
+    custom.delete_cluster_custom_object(*NSB, name)
+    eventually(lambda: not _exists(custom, name), timeout=30, message="baseline deleted")
+    time.sleep(3)
+    assert _policy_snapshot(networking, target, DENY) == before
+
+
+def test_a_policy_marked_for_adoption_becomes_the_baselines(
+        start_operator, custom, core, networking, namespaces, baselines, unique):
+    start_operator(resync="2")
+    name, target, _ = _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique)
+    eventually(lambda: _condition(custom, name).get("reason") == "NameTaken", timeout=30, message="NameTaken")
+    networking.patch_namespaced_network_policy(DENY, target, {"metadata": {"annotations": {"hedronite.io/adopt": name}}})
+    eventually(lambda: _condition(custom, name).get("status") == "True", timeout=30, message="adopted at the next resync")
+    policy = networking.read_namespaced_network_policy(DENY, target)
+    assert policy.metadata.labels["hedronite.io/namespacebaseline"] == name
+    assert "hedronite.io/adopt" not in (policy.metadata.annotations or {})
+    assert policy.spec.ingress is None and policy.spec.policy_types == ["Ingress", "Egress"], "the baseline's spec"
+    assert "PolicyAdopted" in {e.reason for e in _events(core, name)}
+    assert _status(custom, name)["policies"] == 2

@@ -16,7 +16,7 @@ from kubernetes import client
 
 from operatorlab import paths
 from operatorlab.cluster import manifests
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 PEERING = "websites"
@@ -55,9 +55,9 @@ def _ready(custom, namespace: str, name: str) -> bool:
 
 
 def test_two_replicas_handle_each_website_once_and_fail_over(peering, custom, api_client, namespace, tmp_path):
-    active = OperatorProcess("website", namespaces=[namespace], peering=peering, extra_args=["--priority=100"],
+    active = OperatorProcess(operator_path("website"), namespaces=[namespace], peering=peering, extra_args=["--priority=100"],
                              log_path=tmp_path / "active.log")
-    standby = OperatorProcess("website", namespaces=[namespace], peering=peering, extra_args=["--priority=50"],
+    standby = OperatorProcess(operator_path("website"), namespaces=[namespace], peering=peering, extra_args=["--priority=50"],
                               log_path=tmp_path / "standby.log")
     try:
         active.start()

@@ -19,7 +19,7 @@ from kubernetes import client, config
 
 from operatorlab import rbac
 from operatorlab.cluster import manifests
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 SYSTEM_NAMESPACE = "operatorlab-system"
@@ -107,7 +107,7 @@ def test_tenant_operator_works_as_its_service_account_and_no_more(identity, cust
                                                                   unique, tmp_path):
     who = identity("tenant")
     tenant = f"rbac-{unique}"
-    op = OperatorProcess("tenant", kubeconfig=who.kubeconfig, log_path=tmp_path / "tenant.log").start()
+    op = OperatorProcess(operator_path("tenant"), kubeconfig=who.kubeconfig, log_path=tmp_path / "tenant.log").start()
     try:
         custom.create_cluster_custom_object("hedronite.io", "v1", "tenants", {
             "apiVersion": "hedronite.io/v1", "kind": "Tenant", "metadata": {"name": tenant},
@@ -135,7 +135,7 @@ def test_website_operator_works_as_its_service_account_and_no_more(identity, cus
     # share one; kopf then follows namespaces, which the deployed operator (--all-namespaces)
     # does not. That one rule is this test's, not the ClusterRole's.
     who = identity("website", extra_rules=[{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}])
-    op = OperatorProcess("website", namespaces=[namespace], kubeconfig=who.kubeconfig,
+    op = OperatorProcess(operator_path("website"), namespaces=[namespace], kubeconfig=who.kubeconfig,
                          log_path=tmp_path / "website.log").start()
     try:
         custom.create_namespaced_custom_object("example.com", "v1", namespace, "websites", {
@@ -163,7 +163,7 @@ def test_namespacebaseline_operator_works_as_its_service_account_and_no_more(
         identity, custom, core, namespace, a_deployment, unique, tmp_path):
     who = identity("namespacebaseline")
     baseline = f"rbac-{unique}"
-    op = OperatorProcess("namespacebaseline", kubeconfig=who.kubeconfig, env={"NSB_RESYNC_SECONDS": "3600"},
+    op = OperatorProcess(operator_path("namespacebaseline"), kubeconfig=who.kubeconfig, env={"NSB_RESYNC_SECONDS": "3600"},
                          log_path=tmp_path / "nsb.log").start()
     networking = client.NetworkingV1Api(core.api_client)
     try:

@@ -1,6 +1,6 @@
 """The reflector against the real API server: paged LISTs, and faults through the fault proxy.
 
-The fault proxy (:class:`~operatorlab.labs.proxy.FaultProxy`) sits between the
+The fault proxy (:class:`~operatorlab.faults.proxy.FaultProxy`) sits between the
 reflector and kube-apiserver and answers chosen requests itself (a 429) or cuts
 them (a watch stream dropped at once); everything else is the real server's
 answer. Timings are asserted against client-go's backoff (800 ms doubling, up to
@@ -20,7 +20,7 @@ from kubernetes import client, config
 
 from operatorlab.controllers.listwatch import TENANTS, ListWatch, Reflector, WatchEvent
 from operatorlab.controllers.reflector_policy import Attempt, Outcome, RequestFailed, decide
-from operatorlab.labs.proxy import FaultProxy
+from operatorlab.faults.proxy import FaultProxy
 from operatorlab.wait import eventually
 from tests.unit.scripted import RecordingSink
 

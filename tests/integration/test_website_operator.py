@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
-from operatorlab.operators import OperatorProcess
+from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 WEBSITES = ("example.com", "v1")
@@ -34,7 +34,7 @@ def apps(api_client) -> client.AppsV1Api:
 
 @pytest.fixture
 def operator(namespace, tmp_path) -> Iterator[OperatorProcess]:
-    op = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "operator.log").start()
+    op = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "operator.log").start()
     yield op
     op.stop()
 
@@ -119,7 +119,7 @@ def test_create_makes_deployment_service_and_ready_status(operator, custom, core
 
 def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_path):
     """on.resume re-applies every Website; server-side apply of an unchanged spec writes nothing."""
-    first = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "first.log").start()
+    first = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "first.log").start()
     try:
         custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("blog"))
         eventually(lambda: _ready(custom, namespace, "blog", 1), timeout=60, message="ready")
@@ -127,7 +127,7 @@ def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_pa
         first.stop()
     versions = (_written_by_us(apps.read_namespaced_deployment("blog", namespace)),
                 _written_by_us(core.read_namespaced_service("blog", namespace)))
-    second = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "second.log").start()
+    second = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "second.log").start()
     try:
         eventually(lambda: f"[{namespace}/blog] Handler 'reconcile' succeeded" in second.log(),
                    timeout=30, message="resumed and reconciled")
@@ -141,7 +141,7 @@ def test_restart_reapplies_without_writing(custom, core, apps, namespace, tmp_pa
 
 
 def test_resume_recreates_a_child_deleted_while_the_operator_was_down(custom, core, namespace, tmp_path):
-    op = OperatorProcess("website", namespaces=[namespace], log_path=tmp_path / "op.log").start()
+    op = OperatorProcess(operator_path("website"), namespaces=[namespace], log_path=tmp_path / "op.log").start()
     custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("docs"))
     eventually(lambda: _ready(custom, namespace, "docs", 1), timeout=60, message="ready")
     op.stop()
@@ -311,3 +311,76 @@ def test_input_that_slipped_past_the_schema_is_reported_not_retried(
     # Deleting it is not blocked by anything.
     custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, name)
     eventually(lambda: _not_found(lambda: _get(custom, namespace, name)), timeout=15, message="deleted")
+
+
+# --- ownership: claim before touching, delete only what is ours, nothing outlives its owner ---
+
+
+def _condition(custom, namespace: str, name: str) -> dict:
+    """The Website's Ready condition ({} if none yet)."""
+    conditions = _status(custom, namespace, name).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {})
+
+
+def _user_service(core, namespace: str, name: str, **meta) -> None:
+    """A Service made by hand: the user's selector and port, even the operator's managed-by label."""
+    core.create_namespaced_service(namespace, {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "website-operator", "team": "x"},
+                     **meta},
+        "spec": {"selector": {"app": "theirs"}, "ports": [{"name": "web", "port": 8080, "targetPort": 8080}]}})
+
+
+def _service_snapshot(core, namespace: str, name: str) -> dict:
+    svc = core.read_namespaced_service(name, namespace)
+    return {"spec": svc.spec.to_dict(), "labels": svc.metadata.labels, "annotations": svc.metadata.annotations,
+            "ownerReferences": svc.metadata.owner_references, "resourceVersion": svc.metadata.resource_version}
+
+
+def test_a_foreign_service_survives_create_update_and_delete_of_the_website(operator, custom, core, apps, namespace):
+    _user_service(core, namespace, "mine")
+    before = _service_snapshot(core, namespace, "mine")
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("mine"))
+    ready = eventually(lambda: _condition(custom, namespace, "mine").get("reason") == "NameTaken"
+                       and _condition(custom, namespace, "mine"), timeout=30, message="Ready=False, NameTaken")
+    assert ready["status"] == "False" and ready["observedGeneration"] == 1
+    assert f"Service {namespace}/mine exists and was not created for this Website" in ready["message"]
+    assert f"kubectl annotate service mine -n {namespace} example.com/adopt=mine" in ready["message"]
+    assert _service_snapshot(core, namespace, "mine") == before
+    assert _not_found(lambda: apps.read_namespaced_deployment("mine", namespace)), "no half of a Website"
+
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "mine", {"spec": {"port": 9090}})
+    eventually(lambda: _condition(custom, namespace, "mine").get("observedGeneration") == 2, timeout=60,
+               message="the update is seen, and refused the same way")
+    assert _condition(custom, namespace, "mine")["reason"] == "NameTaken"
+    assert _service_snapshot(core, namespace, "mine") == before
+
+    custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "mine")
+    eventually(lambda: _not_found(lambda: _get(custom, namespace, "mine")), timeout=15, message="Website deleted")
+    time.sleep(5)  # time for the garbage collector, were there anything of the Website's to collect
+    assert _service_snapshot(core, namespace, "mine") == before
+    assert [(e.type, e.reason) for e in _events(core, namespace, "mine")] == [("Warning", "NameTaken")]
+
+
+def test_adoption_by_annotation_then_the_garbage_collector_removes_it_with_the_website(
+        operator, custom, core, apps, namespace):
+    _user_service(core, namespace, "adopt")
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("adopt"))
+    eventually(lambda: _condition(custom, namespace, "adopt").get("reason") == "NameTaken", timeout=30,
+               message="NameTaken")
+    core.patch_namespaced_service("adopt", namespace, {"metadata": {"annotations": {"example.com/adopt": "adopt"}}})
+    eventually(lambda: _ready(custom, namespace, "adopt", 1), timeout=60, message="adopted, applied, rolled out")
+    assert _condition(custom, namespace, "adopt")["status"] == "True"
+    svc = core.read_namespaced_service("adopt", namespace)
+    uid = _get(custom, namespace, "adopt")["metadata"]["uid"]
+    assert [(r.kind, r.uid, r.controller) for r in svc.metadata.owner_references] == [("Website", uid, True)]
+    assert "example.com/adopt" not in (svc.metadata.annotations or {})
+    assert svc.spec.selector == {"app.kubernetes.io/name": "adopt", "app.kubernetes.io/managed-by": "website-operator"}
+    assert svc.metadata.labels["team"] == "x"  # fields others own stay (server-side apply)
+    assert "ServiceAdopted" in {e.reason for e in _events(core, namespace, "adopt")}
+    # Adopted means the Website's: deleted with it, by the garbage collector, operator running or not.
+    operator.stop()
+    custom.delete_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "adopt")
+    eventually(lambda: _not_found(lambda: core.read_namespaced_service("adopt", namespace)), timeout=90,
+               message="the garbage collector deleted the adopted Service")
+    eventually(lambda: _not_found(lambda: apps.read_namespaced_deployment("adopt", namespace)), timeout=90,
+               message="and the Deployment")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from operatorlab.cluster import LocalCluster, current, manifests
 from operatorlab import paths
-from operatorlab.labs import faults, registry, runner
+from operatorlab.cluster import LocalCluster, current, manifests
+from operatorlab.labs import registry, runner
 
 LABS = registry.discover()
 
@@ -40,7 +40,7 @@ def private_cluster(tmp_path_factory):
 
 
 @pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in LABS.items()])
-def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path):
+def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path, nothing_left):
     cls = LABS[lab_id]
     cluster = request.getfixturevalue("private_cluster") if "local" in cls.requires else current()
     ctx = runner.context(cluster, state_dir=tmp_path / "state")
@@ -66,25 +66,12 @@ def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path
         timings["solve"] = time.monotonic() - started
         assert all(c.passed for c in after_solve), [c for c in after_solve if not c.passed]
     finally:
-        processes = dict(lab.state.data.get("processes", {}))
-        objects = [tuple(o) for o in lab.state.data.get("objects", [])]
-        files = list(lab.state.data.get("files", []))
+        recorded = lab.record if lab.state.exists else None
         runner.reset(lab)
     timings["total"] = time.monotonic() - started
     print(f"\n[lab timing] {lab_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
-
-    # Nothing left behind: processes, files, state, Tenants and namespaces.
-    for role, info in processes.items():
-        assert not faults.is_ours(info["pid"], info["started"]), f"{role} still runs"
-        assert info["started"], f"{role}: no start time recorded"
-    for path in files:
-        assert not Path(path).exists(), path
-    assert not lab.state.path.exists()
-    tenants = {o[1] for o in objects if o[0] == "tenant"}
-    namespaces = {o[1] for o in objects if o[0] == "namespace"} | {f"tenant-{t}" for t in tenants}
-    assert not tenants & lab.tenants.names()
-    assert not namespaces & lab.tenants.namespaces()
-
+    assert recorded is not None
+    nothing_left(lab, recorded)
 
 
 def test_fault_proxy_on_the_real_apiserver(tmp_path):
@@ -124,4 +111,4 @@ by itself, which would hide the one refusal from this test.)"""
         assert len(proxy.stats()["hits"]) == 2
     finally:
         runner.reset(lab)
-    assert proxy.started and not faults.is_ours(proxy.pid, proxy.started)
+    assert proxy.identity is not None and not proxy.identity.alive

@@ -295,17 +295,44 @@ def test_reconcile_replaces_a_drifted_policy_whole_keeping_others_metadata() -> 
     assert reports == [("PolicyUpdated", "restored NetworkPolicy a/baseline-default-deny to the baseline")]
 
 
-def test_reconcile_takes_over_an_unlabelled_policy_of_the_same_name() -> None:
+def test_reconcile_leaves_an_unlabelled_policy_of_the_same_name_and_says_so() -> None:
+    # Someone's own policy named like ours, in namespace a; namespace b is served all the same.
     have = existing("a")
     del have[op.DNS_POLICY]["metadata"]["labels"]
     networking = StubApi(
-        read_namespaced_network_policy=lambda name, namespace: have[name],
-        replace_namespaced_network_policy=lambda name, namespace, body: body,
+        read_namespaced_network_policy=lambda name, namespace: have[name] if namespace == "a" else api_error(404),
+        create_namespaced_network_policy=lambda namespace, body: body,
         list_network_policy_for_all_namespaces=policy_list(),
     )
-    op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a", "b")),
+                                   networking=networking)
+    assert not networking.calls_to("replace") and not networking.calls_to("delete")
+    assert [kw["namespace"] for _, kw in networking.calls_to("create")] == ["b", "b"]
+    assert status["phase"] == "NameTaken"
+    assert status["nameTaken"].startswith(
+        "NetworkPolicy a/baseline-allow-dns exists and was not created for this NamespaceBaseline")
+    assert "kubectl annotate networkpolicy baseline-allow-dns -n a hedronite.io/adopt=payments" in status["nameTaken"]
+
+
+def test_reconcile_adopts_a_policy_marked_for_it() -> None:
+    have = existing("a")
+    marked = have[op.DENY_POLICY]
+    del marked["metadata"]["labels"]
+    marked["metadata"]["annotations"] = {"hedronite.io/adopt": "payments", "note": "keep me"}
+    networking = StubApi(
+        read_namespaced_network_policy=lambda name, namespace: have[name],
+        replace_namespaced_network_policy=lambda name, namespace, body: body,
+        list_network_policy_for_all_namespaces=policy_list(*have.values()),
+    )
+    reports = Reports()
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")),
+                                   networking=networking, report=reports)
     ((_, replaced),) = networking.calls_to("replace")
-    assert replaced["name"] == op.DNS_POLICY and replaced["body"]["metadata"]["labels"] == LABELS
+    assert replaced["body"]["metadata"]["labels"] == LABELS
+    assert replaced["body"]["metadata"]["annotations"] == {"note": "keep me"}
+    assert replaced["body"]["metadata"]["resourceVersion"] == "42"
+    assert reports == [("PolicyAdopted", "adopted NetworkPolicy a/baseline-default-deny (hedronite.io/adopt=payments)")]
+    assert status["phase"] == "Ready"
 
 
 def test_reconcile_leaves_another_baselines_policies_alone() -> None:

@@ -21,6 +21,7 @@ from kubernetes.client import (
     ApiException,
     V1Namespace,
     V1ObjectMeta,
+    V1OwnerReference,
     V1ResourceQuota,
     V1ResourceQuotaSpec,
 )
@@ -219,19 +220,34 @@ def test_crd_name_rule_agrees_with_namespace_name(crd: dict[str, Any], tenant: s
 # --- reconcile_tenant: comparisons and error routing ------------------------
 
 
-def namespace(labels: dict[str, str] | None = None, terminating: bool = False) -> V1Namespace:
+UID = "0f3c2a9e-1111-4222-8333-444455556666"
+OURS = [V1OwnerReference(api_version="hedronite.io/v1", kind="Tenant", name="blue", uid=UID,
+                         controller=True, block_owner_deletion=True)]
+
+
+def namespace(
+    labels: dict[str, str] | None = None,
+    terminating: bool = False,
+    owners: list[V1OwnerReference] | None = OURS,
+    annotations: dict[str, str] | None = None,
+) -> V1Namespace:
     return V1Namespace(
         metadata=V1ObjectMeta(
             name="tenant-blue",
+            uid="ns-uid",
+            resource_version="41",
             labels=labels if labels is not None else {"hedronite.io/tenant": "blue"},
+            annotations=annotations,
+            owner_references=owners,
             deletion_timestamp="2026-01-01T00:00:00Z" if terminating else None,
         )
     )
 
 
-def quota(cpu: str) -> V1ResourceQuota:
+def quota(cpu: str, owners: list[V1OwnerReference] | None = OURS) -> V1ResourceQuota:
     return V1ResourceQuota(
-        metadata=V1ObjectMeta(name="tenant-quota", namespace="tenant-blue"),
+        metadata=V1ObjectMeta(name="tenant-quota", namespace="tenant-blue",
+                              labels={"hedronite.io/tenant": "blue"}, owner_references=owners),
         spec=V1ResourceQuotaSpec(hard={"requests.cpu": cpu, "limits.cpu": cpu}),
     )
 
@@ -249,7 +265,7 @@ def test_reconcile_creates_what_is_missing() -> None:
         create_namespaced_resource_quota=quota("2"),
     )
     reports = Reports()
-    status = op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core, report=reports)
+    status = op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core, report=reports)
     assert status == {"namespace": "tenant-blue", "cpuQuota": "2", "phase": "Ready"}
     assert core.called() == [
         "read_namespace",
@@ -257,8 +273,14 @@ def test_reconcile_creates_what_is_missing() -> None:
         "read_namespaced_resource_quota",
         "create_namespaced_resource_quota",
     ]
-    assert core.calls[1][1]["body"] == op.namespace_manifest("blue")
-    assert core.calls[3][1] == {"namespace": "tenant-blue", "body": op.quota_manifest("blue", "2")}
+    assert core.calls[1][1]["body"] == op.namespace_manifest("blue", UID)
+    assert core.calls[3][1] == {"namespace": "tenant-blue", "body": op.quota_manifest("blue", "2", UID)}
+    # What it creates is claimed: owned by the Tenant (by uid), and labelled.
+    for body in (core.calls[1][1]["body"], core.calls[3][1]["body"]):
+        assert body["metadata"]["ownerReferences"] == [{
+            "apiVersion": "hedronite.io/v1", "kind": "Tenant", "name": "blue", "uid": UID,
+            "controller": True, "blockOwnerDeletion": True}]
+        assert body["metadata"]["labels"] == {"hedronite.io/tenant": "blue"}
     assert reports == ["NamespaceCreated", "QuotaCreated"]
 
 
@@ -270,7 +292,7 @@ def test_reconcile_writes_nothing_when_nothing_differs() -> None:
         read_namespaced_resource_quota=quota("2500m"),
     )
     reports = Reports()
-    status = op.reconcile_tenant("blue", {"cpuQuota": "2.5"}, core=core, report=reports)
+    status = op.reconcile_tenant("blue", {"cpuQuota": "2.5"}, uid=UID, core=core, report=reports)
     assert status["phase"] == "Ready" and status["cpuQuota"] == "2.5"
     assert core.called() == ["read_namespace", "read_namespaced_resource_quota"]
     assert reports == []
@@ -284,7 +306,7 @@ def test_reconcile_patches_only_what_differs() -> None:
         patch_namespaced_resource_quota=quota("3"),
     )
     reports = Reports()
-    op.reconcile_tenant("blue", {"cpuQuota": "3"}, core=core, report=reports)
+    op.reconcile_tenant("blue", {"cpuQuota": "3"}, uid=UID, core=core, report=reports)
     patches = {method: kwargs["body"] for method, kwargs in core.calls if method.startswith("patch")}
     assert patches == {
         "patch_namespace": {"metadata": {"labels": {"hedronite.io/tenant": "blue"}}},
@@ -301,7 +323,7 @@ def test_reconcile_409_on_create_reads_theirs_and_continues() -> None:
         read_namespaced_resource_quota=[api_error(404), quota("2")],
         create_namespaced_resource_quota=api_error(409, "already exists"),
     )
-    status = op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+    status = op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert status["phase"] == "Ready"
     assert core.called().count("read_namespace") == 2
     assert core.called().count("read_namespaced_resource_quota") == 2
@@ -311,7 +333,7 @@ def test_reconcile_409_on_create_reads_theirs_and_continues() -> None:
 def test_reconcile_waits_for_a_terminating_namespace() -> None:
     core = StubApi(read_namespace=namespace(terminating=True))
     with pytest.raises(kopf.TemporaryError, match="Terminating"):
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert core.called() == ["read_namespace"]
 
 
@@ -319,7 +341,7 @@ def test_reconcile_waits_for_a_terminating_namespace() -> None:
 def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: dict[str, Any]) -> None:
     core = StubApi()
     with pytest.raises(kopf.PermanentError) as raised:
-        op.reconcile_tenant(name, spec, core=core)
+        op.reconcile_tenant(name, spec, uid=UID, core=core)
     assert isinstance(raised.value.__cause__, ValueError)
     assert core.calls == []
 
@@ -327,7 +349,7 @@ def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: d
 def test_reconcile_429_retries_after_retry_after() -> None:
     core = StubApi(read_namespace=api_error(429, "too many requests", {"Retry-After": "7"}))
     with pytest.raises(kopf.TemporaryError) as raised:
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert raised.value.delay == 7
     assert "429" in str(raised.value)
 
@@ -336,7 +358,7 @@ def test_reconcile_429_retries_after_retry_after() -> None:
 def test_reconcile_5xx_retries_after_the_default_delay(status: int) -> None:
     core = StubApi(read_namespace=api_error(status, "etcdserver: request timed out"))
     with pytest.raises(kopf.TemporaryError) as raised:
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert raised.value.delay == op.DEFAULT_RETRY_DELAY == 10
     assert "etcdserver: request timed out" in str(raised.value)
 
@@ -348,13 +370,13 @@ def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
         create_namespaced_resource_quota=api_error(422, 'ResourceQuota "tenant-quota" is invalid'),
     )
     with pytest.raises(kopf.PermanentError, match='ResourceQuota "tenant-quota" is invalid'):
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
 
 
 def test_reconcile_403_is_temporary_and_points_at_rbac() -> None:
     core = StubApi(read_namespace=api_error(403, 'namespaces "tenant-blue" is forbidden'))
     with pytest.raises(kopf.TemporaryError) as raised:
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert "ClusterRole" in str(raised.value)
     assert 'namespaces "tenant-blue" is forbidden' in str(raised.value)
     assert raised.value.delay == 10
@@ -371,7 +393,7 @@ def test_reconcile_403_in_a_terminating_namespace_is_not_blamed_on_rbac() -> Non
         ),
     )
     with pytest.raises(kopf.TemporaryError) as raised:
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert "being deleted" in str(raised.value)
     assert "ClusterRole" not in str(raised.value)
 
@@ -381,7 +403,7 @@ def test_reconcile_other_api_errors_are_left_alone(status: int) -> None:
     error = api_error(status)
     core = StubApi(read_namespace=error)
     with pytest.raises(ApiException) as raised:
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
     assert raised.value is error
 
 
@@ -394,107 +416,152 @@ def test_retry_delay_ignores_what_it_cannot_read() -> None:
 # --- delete_tenant_namespace ------------------------------------------------
 
 
-def test_delete_deletes_the_namespace() -> None:
-    core = StubApi(delete_namespace=None)
-    op.delete_tenant_namespace("blue", core=core)
-    assert core.calls == [("delete_namespace", {"name": "tenant-blue"})]
+def test_delete_deletes_our_namespace_on_condition_it_is_still_the_one_checked() -> None:
+    core = StubApi(read_namespace=namespace(), delete_namespace=None)
+    assert op.delete_tenant_namespace("blue", uid=UID, core=core) is True
+    method, kwargs = core.calls[1]
+    assert (method, kwargs["name"], kwargs["body"].preconditions.uid) == ("delete_namespace", "tenant-blue", "ns-uid")
 
 
-def test_delete_of_a_gone_namespace_is_fine() -> None:
-    core = StubApi(delete_namespace=api_error(404))
-    assert op.delete_tenant_namespace("blue", core=core) is None
-    assert core.called() == ["delete_namespace"]
+@pytest.mark.parametrize("owners", [None, [V1OwnerReference(api_version="hedronite.io/v1", kind="Tenant",
+                                                            name="blue", uid="an-earlier-blue")]])
+def test_delete_leaves_a_namespace_that_is_not_the_tenants(owners: list[V1OwnerReference] | None) -> None:
+    # Labelled like ours, but no owner reference to this Tenant: someone else's.
+    core = StubApi(read_namespace=namespace(owners=owners))
+    assert op.delete_tenant_namespace("blue", uid=UID, core=core) is False
+    assert core.called() == ["read_namespace"]
+
+
+def test_delete_without_uid_needs_an_owner_reference_naming_the_tenant() -> None:
+    other = [V1OwnerReference(api_version="hedronite.io/v1", kind="Tenant", name="green", uid="g")]
+    assert op.delete_tenant_namespace("blue", uid=None, core=StubApi(read_namespace=namespace(owners=other))) is False
+    core = StubApi(read_namespace=namespace(), delete_namespace=None)
+    assert op.delete_tenant_namespace("blue", uid=None, core=core) is True
+
+
+@pytest.mark.parametrize("outcome", [{"read_namespace": api_error(404)},
+                                     {"read_namespace": namespace(), "delete_namespace": api_error(404)},
+                                     {"read_namespace": namespace(), "delete_namespace": api_error(409)}])
+def test_delete_of_a_gone_or_replaced_namespace_is_fine(outcome: dict[str, Any]) -> None:
+    assert op.delete_tenant_namespace("blue", uid=UID, core=StubApi(**outcome)) is False
 
 
 def test_delete_for_an_unusable_name_does_nothing() -> None:
     # Such a Tenant never got a namespace; its finalizer must not block forever.
     core = StubApi()
-    op.delete_tenant_namespace("a.b", core=core)
+    assert op.delete_tenant_namespace("a.b", uid=UID, core=core) is False
     assert core.calls == []
 
 
 def test_delete_routes_errors_like_reconcile() -> None:
-    core = StubApi(delete_namespace=api_error(503))
+    core = StubApi(read_namespace=namespace(), delete_namespace=api_error(503))
     with pytest.raises(kopf.TemporaryError):
-        op.delete_tenant_namespace("blue", core=core)
+        op.delete_tenant_namespace("blue", uid=UID, core=core)
 
 
-# --- the fault-injection hook -------------------------------------------------
+# --- ownership: claim before touching ----------------------------------------
 
 
-class Killed(Exception):
-    pass
+def test_a_namespace_that_is_not_ours_is_never_written() -> None:
+    core = StubApi(read_namespace=namespace(labels={"team": "x"}, owners=None))
+    with pytest.raises(op.NameTaken) as raised:
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
+    assert core.called() == ["read_namespace"]
+    message = str(raised.value)
+    assert "Namespace tenant-blue exists and was not created for this Tenant" in message
+    assert "kubectl annotate namespace tenant-blue hedronite.io/adopt=blue" in message
+    assert raised.value.delay == op.NAME_TAKEN_RETRY_DELAY == 30
+    assert isinstance(raised.value, kopf.TemporaryError)
 
 
-@pytest.fixture
-def kills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record SIGKILLs instead of dying, and stop reconcile_tenant there."""
-    sent: list[int] = []
-
-    def fake_kill(pid: int, sig: int) -> None:
-        sent.append(sig)
-        raise Killed
-
-    monkeypatch.setattr(op.os, "kill", fake_kill)
-    return sent
+def test_our_label_alone_does_not_make_a_namespace_ours() -> None:
+    core = StubApi(read_namespace=namespace(owners=None))
+    with pytest.raises(op.NameTaken):
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
+    assert core.called() == ["read_namespace"]
 
 
-def fresh_core() -> StubApi:
-    return StubApi(
-        read_namespace=api_error(404),
-        create_namespace=namespace(),
-        read_namespaced_resource_quota=api_error(404),
-        create_namespaced_resource_quota=quota("2"),
+def test_a_quota_that_is_not_ours_is_never_written() -> None:
+    core = StubApi(read_namespace=namespace(), read_namespaced_resource_quota=quota("9", owners=None))
+    with pytest.raises(op.NameTaken, match="ResourceQuota tenant-blue/tenant-quota exists") as raised:
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
+    assert "kubectl annotate resourcequota tenant-quota -n tenant-blue hedronite.io/adopt=blue" in str(raised.value)
+    assert not core.calls_to("patch")
+
+
+def test_an_object_another_controller_owns_is_not_adopted_even_when_annotated() -> None:
+    theirs = [V1OwnerReference(api_version="v1", kind="Thing", name="x", uid="x", controller=True)]
+    core = StubApi(read_namespace=namespace(owners=theirs, annotations={"hedronite.io/adopt": "blue"}))
+    with pytest.raises(op.NameTaken, match="controlled by Thing x.*cannot be adopted"):
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
+    assert core.called() == ["read_namespace"]
+
+
+def test_an_annotation_naming_another_tenant_adopts_nothing() -> None:
+    core = StubApi(read_namespace=namespace(owners=None, annotations={"hedronite.io/adopt": "green"}))
+    with pytest.raises(op.NameTaken):
+        op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core)
+
+
+def test_adoption_adds_owner_and_label_removes_the_annotation_conditionally() -> None:
+    other = V1OwnerReference(api_version="v1", kind="ConfigMap", name="keep", uid="k")
+    core = StubApi(
+        read_namespace=namespace(labels={"team": "x"}, owners=[other], annotations={"hedronite.io/adopt": "blue"}),
+        patch_namespace=namespace(),
+        read_namespaced_resource_quota=quota("2"),
     )
+    reports = Reports()
+    op.reconcile_tenant("blue", {"cpuQuota": 2}, uid=UID, core=core, report=reports)
+    (_, patch), = core.calls_to("patch_namespace")
+    assert patch["body"] == {"metadata": {
+        "resourceVersion": "41",
+        "annotations": {"hedronite.io/adopt": None},
+        "labels": {"hedronite.io/tenant": "blue"},
+        # A strategic merge patch: merged by uid into the existing references.
+        "ownerReferences": [{"apiVersion": "hedronite.io/v1", "kind": "Tenant", "name": "blue", "uid": UID,
+                             "controller": True, "blockOwnerDeletion": True}],
+    }}
+    assert reports == ["NamespaceAdopted"]
 
 
-def test_kill_hook_is_off_by_default(monkeypatch: pytest.MonkeyPatch, kills: list[int]) -> None:
-    monkeypatch.delenv("OPERATORLAB_KILL_AT", raising=False)
-    op.reconcile_tenant("blue", {"cpuQuota": 2}, core=fresh_core())
-    assert kills == []
+def test_ownership_is_by_uid() -> None:
+    owner = op.owner_body("blue", UID)
+    assert op.ownership({"ownerReferences": [{"uid": UID}]}, owner) == op.OURS
+    assert op.ownership({"ownerReferences": [{"uid": "other", "name": "blue"}]}, owner) == op.TAKEN
+    assert op.ownership({"labels": {"hedronite.io/tenant": "blue"}}, owner) == op.TAKEN
+    assert op.ownership({"annotations": {"hedronite.io/adopt": "blue"}}, owner) == op.ADOPTABLE
 
 
-def test_kill_hook_kills_once_after_the_namespace(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kills: list[int]
-) -> None:
-    marker = tmp_path / "killed-once"
-    monkeypatch.setenv("OPERATORLAB_KILL_AT", "after-namespace")
-    monkeypatch.setenv("OPERATORLAB_KILL_ONCE_FILE", str(marker))
-
-    core = fresh_core()
-    with pytest.raises(Killed):
-        op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
-    assert kills == [op.signal.SIGKILL]
-    assert marker.exists()
-    # Killed between the namespace and the quota: the quota was never touched.
-    assert core.called() == ["read_namespace", "create_namespace"]
-
-    # The restarted operator, same environment, is not killed again.
-    status = op.reconcile_tenant("blue", {"cpuQuota": 2}, core=fresh_core())
-    assert status["phase"] == "Ready"
-    assert kills == [op.signal.SIGKILL]
+# --- status: the Ready condition ---------------------------------------------
 
 
-def test_kill_hook_spares_a_tenant_that_needs_no_write(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kills: list[int]
-) -> None:
-    # Resumed at startup, an up-to-date Tenant must not use up the one kill.
-    monkeypatch.setenv("OPERATORLAB_KILL_AT", "after-namespace")
-    monkeypatch.setenv("OPERATORLAB_KILL_ONCE_FILE", str(tmp_path / "killed-once"))
-    core = StubApi(read_namespace=namespace(), read_namespaced_resource_quota=quota("2"))
-    op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
-    assert kills == []
-    assert not (tmp_path / "killed-once").exists()
+def test_ready_condition_keeps_its_transition_time_until_the_status_flips() -> None:
+    first = op.ready_conditions([], ready=False, reason="NameTaken", message="m", generation=1, now="T1")
+    assert first == [{"type": "Ready", "status": "False", "reason": "NameTaken", "message": "m",
+                      "observedGeneration": 1, "lastTransitionTime": "T1"}]
+    again = op.ready_conditions(first, ready=False, reason="Retrying", message="n", generation=2, now="T2")
+    assert again[0]["lastTransitionTime"] == "T1" and again[0]["observedGeneration"] == 2
+    flipped = op.ready_conditions([{"type": "Other", "status": "True"}, *again],
+                                  ready=True, reason="Reconciled", message="ok", generation=2, now="T3")
+    assert flipped[0] == {"type": "Other", "status": "True"}
+    assert flipped[1]["status"] == "True" and flipped[1]["lastTransitionTime"] == "T3"
 
 
-def test_kill_hook_without_a_marker_kills_every_time(
-    monkeypatch: pytest.MonkeyPatch, kills: list[int]
-) -> None:
-    monkeypatch.setenv("OPERATORLAB_KILL_AT", "after-quota")
-    monkeypatch.delenv("OPERATORLAB_KILL_ONCE_FILE", raising=False)
-    for _ in range(2):
-        core = fresh_core()
-        with pytest.raises(Killed):
-            op.reconcile_tenant("blue", {"cpuQuota": 2}, core=core)
-        assert core.called()[-1] == "create_namespaced_resource_quota"
-    assert len(kills) == 2
+class FakePatch:
+    """kopf.Patch's ``status.update`` only, recording what would be written."""
+
+    def __init__(self) -> None:
+        self.status: dict[str, Any] = {}
+
+
+def test_record_status_writes_only_what_changed_and_says_whether_ready_changed() -> None:
+    body = kopf.Body({"metadata": {"generation": 3}, "status": {}})
+    patch = FakePatch()
+    assert op.record_status(body, patch, {"phase": "NameTaken"}, ready=False, reason="NameTaken", message="m")
+    assert patch.status["phase"] == "NameTaken" and patch.status["observedGeneration"] == 3
+    assert patch.status["conditions"][0]["reason"] == "NameTaken" and patch.status["message"] == "m"
+    # The same outcome again (a retry): nothing to write, no Event due.
+    body = kopf.Body({"metadata": {"generation": 3}, "status": dict(patch.status)})
+    patch = FakePatch()
+    assert not op.record_status(body, patch, {"phase": "NameTaken"}, ready=False, reason="NameTaken", message="m")
+    assert patch.status == {}

@@ -74,19 +74,23 @@ def test_website_spec_refuses_unusable_fields(field: str, value: Any) -> None:
 # --- manifests --------------------------------------------------------------
 
 
-def test_owner_reference_makes_the_website_the_controller() -> None:
-    assert op.owner_reference("shop", OWNER_UID) == {
-        "apiVersion": "example.com/v1", "kind": "Website", "name": "shop", "uid": OWNER_UID,
-        "controller": True, "blockOwnerDeletion": True,
-    }
+OWNER_REFERENCE = {"apiVersion": "example.com/v1", "kind": "Website", "name": "shop", "uid": OWNER_UID,
+                   "controller": True, "blockOwnerDeletion": True}
+
+
+def test_children_are_controlled_by_the_website() -> None:
+    owner = op.owner_body("shop", OWNER_UID)
+    for manifest in (op.deployment_manifest("shop", "web", SITE, owner), op.service_manifest("shop", "web", SITE, owner)):
+        assert manifest["metadata"]["ownerReferences"] == [OWNER_REFERENCE]
 
 
 def test_deployment_manifest() -> None:
-    owner = op.owner_reference("shop", OWNER_UID)
+    owner = op.owner_body("shop", OWNER_UID)
     manifest = op.deployment_manifest("shop", "web", SITE, owner)
     labels = {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"}
     assert (manifest["apiVersion"], manifest["kind"]) == ("apps/v1", "Deployment")
-    assert manifest["metadata"] == {"name": "shop", "namespace": "web", "labels": labels, "ownerReferences": [owner]}
+    assert manifest["metadata"] == {"name": "shop", "namespace": "web", "labels": labels,
+                                    "ownerReferences": [OWNER_REFERENCE]}
     spec = manifest["spec"]
     assert spec["replicas"] == 2
     assert spec["selector"] == {"matchLabels": labels}
@@ -98,10 +102,10 @@ def test_deployment_manifest() -> None:
 
 
 def test_service_manifest_targets_the_named_container_port() -> None:
-    owner = op.owner_reference("shop", OWNER_UID)
+    owner = op.owner_body("shop", OWNER_UID)
     manifest = op.service_manifest("shop", "web", {**SITE, "port": 8080}, owner)
     assert (manifest["apiVersion"], manifest["kind"]) == ("v1", "Service")
-    assert manifest["metadata"]["ownerReferences"] == [owner]
+    assert manifest["metadata"]["ownerReferences"] == [OWNER_REFERENCE]
     assert manifest["spec"] == {
         "selector": {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"},
         "ports": [{"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}],
@@ -109,7 +113,7 @@ def test_service_manifest_targets_the_named_container_port() -> None:
 
 
 def test_image_or_port_change_the_pod_template_replicas_do_not() -> None:
-    owner = op.owner_reference("shop", OWNER_UID)
+    owner = op.owner_body("shop", OWNER_UID)
 
     def template(site: dict[str, Any]) -> dict[str, Any]:
         return op.deployment_manifest("shop", "web", site, owner)["spec"]["template"]
@@ -120,7 +124,7 @@ def test_image_or_port_change_the_pod_template_replicas_do_not() -> None:
 
 
 def test_owning_website_reads_the_controller_reference() -> None:
-    owner = op.owner_reference("shop", OWNER_UID)
+    owner = OWNER_REFERENCE
     assert op.owning_website({"metadata": {"ownerReferences": [owner]}}) == "shop"
     assert op.owning_website({"metadata": {"ownerReferences": [{**owner, "controller": False}]}}) is None
     assert op.owning_website({"metadata": {"ownerReferences": [{**owner, "kind": "Tenant"}]}}) is None
@@ -243,7 +247,7 @@ def live(manifest: dict[str, Any], **status: Any) -> dict[str, Any]:
 
 
 def desired(site: dict[str, Any] = SITE) -> tuple[dict[str, Any], dict[str, Any]]:
-    owner = op.owner_reference("shop", OWNER_UID)
+    owner = op.owner_body("shop", OWNER_UID)
     return op.deployment_manifest("shop", "web", site, owner), op.service_manifest("shop", "web", site, owner)
 
 
@@ -296,15 +300,54 @@ def test_reconcile_reports_what_a_change_rolled() -> None:
     ]
 
 
-def test_reconcile_reports_a_restored_owner_reference() -> None:
+def test_reconcile_reports_restored_labels() -> None:
     deployment_, service = desired()
-    orphaned = live(deployment_)
-    del orphaned["metadata"]["ownerReferences"]
-    apps = StubApi(read_namespaced_deployment=orphaned, patch_namespaced_deployment=live(deployment_))
+    relabelled = live(deployment_)
+    relabelled["metadata"]["labels"] = {"app.kubernetes.io/name": "shop"}
+    apps = StubApi(read_namespaced_deployment=relabelled, patch_namespaced_deployment=live(deployment_))
     core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
     reports = Reports()
     reconcile(apps, core, reports=reports)
     assert reports == [("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")]
+
+
+# --- ownership: claim before touching ----------------------------------------
+
+
+def foreign(manifest: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    """The same object as made by someone else: our labels even, but no owner reference of ours."""
+    obj = live(manifest)
+    del obj["metadata"]["ownerReferences"]
+    obj["metadata"].update(meta)
+    return obj
+
+
+@pytest.mark.parametrize("taken", ["Deployment", "Service"])
+def test_a_child_that_is_not_ours_stops_both_writes(taken: str) -> None:
+    deployment_, service = desired()
+    apps = StubApi(read_namespaced_deployment=foreign(deployment_) if taken == "Deployment" else live(deployment_))
+    core = StubApi(read_namespaced_service=foreign(service) if taken == "Service" else api_error(404))
+    with pytest.raises(op.NameTaken) as raised:
+        reconcile(apps, core)
+    assert apps.called() == ["read_namespaced_deployment"] and core.called() == ["read_namespaced_service"]
+    assert f"{taken} web/shop exists and was not created for this Website" in str(raised.value)
+    assert f"kubectl annotate {taken.lower()} shop -n web example.com/adopt=shop" in str(raised.value)
+    assert raised.value.delay == 30
+
+
+def test_adoption_patches_the_owner_reference_in_then_applies() -> None:
+    deployment_, service = desired()
+    marked = foreign(service, annotations={"example.com/adopt": "shop"})
+    apps = StubApi(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=marked, patch_namespaced_service=[live(service), live(service)])
+    reports = Reports()
+    reconcile(apps, core, reports=reports)
+    (_, adopt), (_, apply) = core.calls_to("patch_namespaced_service")
+    assert adopt["body"] == {"metadata": {"resourceVersion": "7", "annotations": {"example.com/adopt": None},
+                                          "ownerReferences": [OWNER_REFERENCE]}}
+    assert "_content_type" not in adopt  # a strategic merge: merged into the others by uid
+    assert apply["body"] == service and apply["force"] is True
+    assert reports == [("ServiceAdopted", "adopted Service web/shop (example.com/adopt=shop)")]
 
 
 @pytest.mark.parametrize(("name", "spec"), [("shop.example", SITE), ("shop", {**SITE, "port": 70000}),
@@ -321,7 +364,7 @@ def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
     apps = StubApi(read_namespaced_deployment=api_error(404),
                 patch_namespaced_deployment=api_error(422, 'Deployment.apps "shop" is invalid'))
     with pytest.raises(kopf.PermanentError, match='Deployment.apps "shop" is invalid.*fix the Website'):
-        reconcile(apps, StubApi())
+        reconcile(apps, StubApi(read_namespaced_service=api_error(404)))
 
 
 def test_reconcile_429_retries_after_retry_after() -> None:
@@ -353,7 +396,7 @@ def test_reconcile_403_from_a_terminating_namespace_is_not_blamed_on_rbac() -> N
     message = 'deployments.apps "shop" is forbidden: unable to create new content in namespace web because it is being terminated'
     apps = StubApi(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=api_error(403, message))
     with pytest.raises(kopf.TemporaryError) as raised:
-        reconcile(apps, StubApi())
+        reconcile(apps, StubApi(read_namespaced_service=api_error(404)))
     assert "being deleted" in str(raised.value) and "ClusterRole" not in str(raised.value)
 
 

@@ -66,9 +66,57 @@ def wait_crds_established(api_client, names: Iterable[str], *, timeout: float = 
         raise TimeoutError(f"CRDs not established after {timeout:.0f}s: {', '.join(sorted(pending))}")
 
 
+def wait_crds_served(api_client, crds: Iterable[dict], *, timeout: float = 60.0) -> None:
+    """Block until the watch cache of every served version of each CRD answers a LIST.
+
+    ``Established=True`` only says the API server's discovery knows the
+    resource. Its watch cache may still be starting: for a moment after a CRD
+    is (re)applied or the API server (re)starts, a LIST or WATCH served from
+    the cache waits for it, and under load is answered ``429 storage is
+    (re)initializing``. An operator started then logs that as an ERROR on its
+    first LIST. ``resourceVersion=0`` asks for the cache's answer (any
+    resourceVersion will do), so a prompt 200 means the cache is ready; waiting
+    here keeps a learner's first log clean.
+
+    Raises:
+        TimeoutError: a resource was not served within ``timeout`` seconds
+            (the last API error says why).
+        kubernetes.client.ApiException: an error waiting cannot cure (e.g. 403).
+    """
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    pending = {
+        (crd["spec"]["group"], version["name"], crd["spec"]["names"]["plural"])
+        for crd in crds for version in crd["spec"]["versions"] if version.get("served", True)
+    }
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while pending:
+        for group, version, plural in sorted(pending):
+            try:
+                # Across all namespaces for a namespaced resource too.
+                custom.list_cluster_custom_object(group, version, plural, resource_version="0")
+            except client.ApiException as e:
+                if e.status not in (404, 429, 503):  # not yet routed, storage starting, not yet ready
+                    raise
+                last_error = f"{plural}.{group}/{version}: {e.status} {e.reason}"
+            else:
+                pending.discard((group, version, plural))
+        if pending:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"CRDs not served after {timeout:.0f}s: {last_error}")
+            time.sleep(0.2)
+
+
 def apply_crds(api_client, directory: Path) -> list[str]:
-    """Apply every CRD in ``directory`` and wait until the apiserver serves them."""
+    """Apply every CRD in ``directory`` and wait until the apiserver serves them.
+
+    Served means Established *and* listable (:func:`wait_crds_served`), so an
+    operator started right after ``operatorlab cluster up`` finds them ready.
+    """
     crds = [o for o in load(directory) if o.get("kind") == "CustomResourceDefinition"]
     applied = apply(api_client, crds)
     wait_crds_established(api_client, [c["metadata"]["name"] for c in crds])
+    wait_crds_served(api_client, crds)
     return applied

@@ -1,9 +1,10 @@
 """Start and stop long-running processes that outlive the Python process that started them.
 
 Each process gets its own session (so its process group id equals its pid and a
-signal to the group reaches any children), its stdout and stderr go to one log
-file, and it is identified later by pid *and* executable path, so a recycled pid
-is never mistaken for it (we never ``pkill -f``).
+signal to the group reaches any children), and its stdout and stderr go to one log
+file. A process that must be found again by another command (a lab's operator, the
+fault proxy) is remembered by its :class:`Identity`, pid *and* kernel start time, so
+a recycled pid is never mistaken for it (we never ``pkill -f``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # Popen objects of the processes this interpreter started: lets us reap them, so a
@@ -144,3 +146,72 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+# -- identity: a process found again by another command ------------------------------------
+
+
+def start_time(pid: int | None) -> str | None:
+    """The kernel's start time of ``pid`` (``/proc/<pid>/stat`` field 22), or None if it is gone.
+
+    A pid plus its start time names one process for good: a recycled pid has another start
+    time. (The executable path cannot: between fork and exec the child still shows its
+    parent's command line, and a lab's processes outlive the command that started them.)
+    """
+    if not pid:
+        return None
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One process for good: its pid and the kernel's start time of that pid.
+
+    Recorded in a file by the command that started the process, so a later command
+    (``operatorlab lab reset``, the fault proxy killing an operator) can signal that
+    very process and never another that happens to have the same pid by now.
+    """
+
+    pid: int
+    started: str
+
+    @classmethod
+    def of(cls, pid: int) -> Identity:
+        """The identity of the live process ``pid``.
+
+        Raises:
+            ProcessLookupError: ``pid`` is not running.
+        """
+        started = start_time(pid)
+        if started is None:
+            raise ProcessLookupError(f"no process {pid}")
+        return cls(pid, started)
+
+    @property
+    def alive(self) -> bool:
+        """Alive (not a zombie) and still the very process recorded."""
+        return is_running(self.pid) and start_time(self.pid) == self.started
+
+    def stop(self, *, sig: int = signal.SIGTERM, timeout: float = 20.0) -> None:
+        """Signal it (then SIGKILL after ``timeout``); nothing if it is gone or the pid was reused."""
+        if self.alive:
+            stop(self.pid, sig=sig, timeout=timeout)
+        else:
+            _reap(self.pid)
+
+    def kill(self) -> bool:
+        """SIGKILL the process itself, at once and without waiting; True if it was alive.
+
+        Only the process, not its group: the fault proxy calls this from its event loop
+        between receiving a response and relaying it, and must not block.
+        """
+        if not self.alive:
+            return False
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        return True

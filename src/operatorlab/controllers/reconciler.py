@@ -56,43 +56,52 @@ class TenantReconciler:
 
         ``tenant`` is its current object, or ``None`` if it no longer exists.
         A Tenant that exists and is not being deleted is reconciled (namespace
-        and quota created or patched, only where they differ); one that is
-        gone or being deleted has its namespace deleted. The hand-written
-        controllers put no finalizer on Tenants: that is the kopf operator's
-        way, and the reason only it can clean up after a Tenant deleted while
-        no controller was running.
+        and quota created or patched, only where they differ, and only if they
+        are the Tenant's: see the operator's "Ownership"); one that is gone or
+        being deleted has its namespace deleted, if that namespace is the
+        Tenant's. The hand-written controllers put no finalizer on Tenants:
+        that is the kopf operator's way. What a Tenant deleted while no
+        controller ran leaves behind, the garbage collector removes, by the
+        owner reference the reconcile puts on the namespace and the quota.
 
         Returns:
             The reconcile's status dict, or ``None`` after a cleanup.
 
         Raises:
             kopf.PermanentError: the Tenant can never work as written.
-            kopf.TemporaryError: retrying later may succeed (429/5xx/403, or
-                the namespace is still Terminating).
+            kopf.TemporaryError: retrying later may succeed (429/5xx/403, the
+                namespace is still Terminating, or its name is taken: the
+                operator's ``NameTaken``).
             kubernetes.client.ApiException: any other API error.
         """
         if tenant is None or is_being_deleted(tenant):
-            self.cleanup(name)
+            self.cleanup(name, uid=None if tenant is None else tenant["metadata"].get("uid"))
             return None
         return self.reconcile(tenant)
 
     def reconcile(self, tenant: Mapping[str, Any]) -> dict[str, Any]:
-        """``reconcile_tenant(name, spec)`` for one Tenant object; see :meth:`sync` for errors."""
+        """``reconcile_tenant(name, spec, uid=uid)`` for one Tenant object; see :meth:`sync` for errors."""
         with self._lock:
             self.reconciles += 1
+        meta = tenant["metadata"]
         try:
-            return self.operator.reconcile_tenant(tenant["metadata"]["name"], tenant.get("spec") or {}, core=self.core)
+            return self.operator.reconcile_tenant(meta["name"], tenant.get("spec") or {}, uid=meta["uid"], core=self.core)
         except Exception:
             with self._lock:
                 self.failures += 1
             raise
 
-    def cleanup(self, name: str) -> None:
-        """Delete the namespace of a Tenant that is gone (already gone is fine)."""
+    def cleanup(self, name: str, uid: str | None = None) -> bool:
+        """Delete the namespace of a Tenant that is gone, if it is that Tenant's; return whether it did.
+
+        ``uid`` is the Tenant's, if known (a Tenant being deleted); ``None``
+        when the Tenant is gone: then the namespace must carry an owner
+        reference naming a Tenant of that name. Already gone is fine.
+        """
         with self._lock:
             self.cleanups += 1
         try:
-            self.operator.delete_tenant_namespace(name, core=self.core)
+            return bool(self.operator.delete_tenant_namespace(name, uid=uid, core=self.core))
         except Exception:
             with self._lock:
                 self.failures += 1

@@ -9,23 +9,29 @@ registry finds it). Its methods act on the live cluster of a :class:`LabContext`
             (an object, a field, a log line, a counter), never at the answer;
 ``hints``   graded: the first vague, the last specific;
 ``solve``   the reference fix (what a learner would do);
-``reset``   remove everything the lab made (Tenants, namespaces, processes, files).
+``reset``   remove everything the lab made (objects, processes, files).
 
 Labs are driven from separate processes (``operatorlab lab start`` now, ``lab check``
-later), so everything a lab must remember (the pids of the operators and proxies it
-started, the objects it made) goes into :attr:`LabContext.state`, a JSON file.
+later), so everything a lab must find again (the operators and proxies it started, the
+objects it made) is a typed record in its state file (:mod:`~operatorlab.labs.state`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from kubernetes import client, config
+
 from operatorlab import paths
+from operatorlab.faults.proxy import FaultProxy
+from operatorlab.labs import cleanup
+from operatorlab.labs.errors import LabNotStarted
+from operatorlab.labs.state import LabState, ProcessRecord, StateFile, TrackedObject
+from operatorlab.operators import OperatorProcess
+from operatorlab.tenants import Tenants
 
 
 @dataclass(frozen=True)
@@ -37,46 +43,32 @@ class Check:
     message: str = ""
 
 
-class LabUnavailable(RuntimeError):
-    """The lab needs something this cluster cannot give (e.g. stopping a control-plane component)."""
-
-
-class LabNotStarted(RuntimeError):
-    """``check``/``solve`` on a lab that was never set up (no state file)."""
-
-
-@dataclass
 class LabContext:
-    """Where a lab runs: the cluster, its API client, the lab's state file and work folder.
+    """Where a lab runs: the cluster, its API client, the labs' state folder and work folder.
 
     Args:
         cluster: a ``LocalCluster`` or ``ExistingCluster`` (``operatorlab.cluster.current()``).
-        state_dir: where state files go (default ``<cache>/labs/<cluster key>``).
+        state_dir: where state files go (default ``<cache>/labs/<cluster name>-<kubeconfig key>``).
         workdir_root: the parent of each lab's work folder, where a learner's copy of an
             operator is written (default: ``labs/`` of the checkout, next to the README).
     """
 
-    cluster: Any
-    state_dir: Path | None = None
-    workdir_root: Path | None = None
-    _api_client: Any = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.state_dir is None:
-            key = hashlib.sha256(str(Path(self.cluster.kubeconfig).resolve()).encode()).hexdigest()[:10]
-            self.state_dir = paths.cache_root() / "labs" / f"{self.cluster.name}-{key}"
-        if self.workdir_root is None:
-            self.workdir_root = labs_dir()
+    def __init__(self, cluster: Any, state_dir: Path | None = None, workdir_root: Path | None = None) -> None:
+        self.cluster = cluster
+        if state_dir is None:
+            key = hashlib.sha256(str(Path(cluster.kubeconfig).resolve()).encode()).hexdigest()[:10]
+            state_dir = paths.cache_root() / "labs" / f"{cluster.name}-{key}"
+        self.state_dir = state_dir
+        self.workdir_root = workdir_root or labs_dir()
+        self._api_client: client.ApiClient | None = None
 
     @property
     def kubeconfig(self) -> Path:
         return Path(self.cluster.kubeconfig)
 
     @property
-    def api_client(self):
+    def api_client(self) -> client.ApiClient:
         if self._api_client is None:
-            from kubernetes import config
-
             self._api_client = config.new_client_from_config(config_file=str(self.kubeconfig))
         return self._api_client
 
@@ -88,38 +80,6 @@ class LabContext:
 def labs_dir() -> Path:
     """``labs/`` of the checkout: one folder per lab."""
     return paths.repo_root() / "labs"
-
-
-class State:
-    """A lab's JSON state file: a dict saved on every :meth:`save`."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            self.data: dict[str, Any] = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
-            self.data = {}
-
-    @property
-    def exists(self) -> bool:
-        return self.path.is_file()
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True))
-        tmp.replace(self.path)
-
-    def delete(self) -> None:
-        self.path.unlink(missing_ok=True)
-        self.data = {}
-
-    def remember(self, key: str, value: Any) -> None:
-        """Append ``value`` to the list ``key`` (once) and save."""
-        items = self.data.setdefault(key, [])
-        if value not in items:
-            items.append(value)
-        self.save()
 
 
 class Lab:
@@ -147,7 +107,7 @@ class Lab:
 
     def __init__(self, ctx: LabContext) -> None:
         self.ctx = ctx
-        self.state = State(ctx.state_dir / f"{self.id}.json")
+        self.state = StateFile(ctx.state_dir / f"{self.id}.json")
 
     # -- the protocol -----------------------------------------------------------------
 
@@ -165,12 +125,28 @@ class Lab:
 
     def reset(self) -> None:
         """Stop what the lab started, delete what it made, forget its state."""
-        from operatorlab.labs import cleanup
-
-        cleanup.undo(self)
+        if self.state.exists:
+            record = self.state.record
+            cleanup.stop_processes(record)
+            cleanup.remove_files(record)
+            if record.objects:
+                cleanup.delete_objects(self.api, record.objects, discovery_cache=self.ctx.state_dir / "discovery.json",
+                                       what=f"lab {self.id}")
         self.state.delete()
 
     # -- helpers for lab authors ------------------------------------------------------
+
+    @property
+    def record(self) -> LabState:
+        """The lab's state (raises :class:`LabNotStarted` if it was never set up)."""
+        if not self.state.exists:
+            raise LabNotStarted(f"lab {self.id!r} is not started: run `operatorlab lab start {self.id}` first")
+        return self.state.record
+
+    def solution(self) -> str | None:
+        """``labs/<id>/SOLUTION.md``, the fix explained (``operatorlab lab solve`` shows it), if the lab has one."""
+        path = labs_dir() / self.id / "SOLUTION.md"
+        return path.read_text() if path.is_file() else None
 
     @property
     def workdir(self) -> Path:
@@ -178,53 +154,106 @@ class Lab:
         return self.ctx.workdir_root / self.id
 
     @property
-    def api(self):
+    def api(self) -> client.ApiClient:
         return self.ctx.api_client
 
     @property
-    def core(self):
-        from kubernetes import client
-
+    def core(self) -> client.CoreV1Api:
         return client.CoreV1Api(self.api)
 
     @property
-    def custom(self):
-        from kubernetes import client
-
+    def custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.api)
 
     @property
-    def tenants(self):
-        from operatorlab.tenants import Tenants
-
+    def tenants(self) -> Tenants:
         return Tenants(self.api)
 
     def begin(self) -> None:
         """Start a fresh state (called by the runner before ``setup``)."""
-        self.state.data = {"lab": self.id, "started": time.time(), "kubeconfig": str(self.ctx.kubeconfig)}
-        self.state.save()
+        self.state.begin(LabState(lab=self.id, kubeconfig=str(self.ctx.kubeconfig)))
 
-    def track(self, kind: str, name: str, namespace: str | None = None) -> None:
-        """Remember an object to delete on reset: ``tenant``, ``namespace``, ``nsb``, ``clusterrole``..."""
-        self.state.remember("objects", [kind, name, namespace])
+    def track(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+        """Remember an object to delete on reset; call it *before* creating the object."""
+        tracked = TrackedObject(api_version, kind, name, namespace)
+        if tracked not in self.record.objects:
+            self.record.objects.append(tracked)
+            self.state.save()
 
-    def operator(self, role: str = "operator", **kwargs):
-        """The lab's operator process called ``role`` (see :class:`~operatorlab.labs.faults.LabOperator`)."""
-        from operatorlab.labs.faults import LabOperator
+    def tracks(self, kind: str, name: str) -> bool:
+        """Whether the lab made an object of ``kind`` and ``name`` (e.g. inject created it)."""
+        return any(o.kind == kind and o.name == name for o in self.record.objects)
 
-        return LabOperator(self, role, **kwargs)
+    def remember_file(self, path: Path) -> None:
+        """Remember a file to delete on reset."""
+        if str(path) not in self.record.files:
+            self.record.files.append(str(path))
+            self.state.save()
 
-    def proxy(self, role: str = "proxy"):
-        """The lab's API fault proxy called ``role``, remembered in its state (see :class:`FaultProxy`)."""
-        from operatorlab.labs.proxy import FaultProxy
+    # -- processes --------------------------------------------------------------------
 
-        def remember(proxy: FaultProxy) -> None:
-            self.state.data.setdefault("processes", {})[role] = {
-                "kind": "proxy", "pid": proxy.pid, "started": proxy.started, "port": proxy.port,
-                "log": str(proxy.log_path)}
-            self.state.remember("files", str(proxy.kubeconfig))
+    def operator(self, role: str = "operator") -> OperatorProcess:
+        """The operator process a previous step started as ``role``.
 
-        saved = self.state.data.get("processes", {}).get(role, {})
+        Raises:
+            LabNotStarted: the lab has no operator of that role (it was not set up).
+        """
+        rec = self.record.processes.get(role)
+        if rec is None or rec.kind != "operator" or not rec.path:
+            raise LabNotStarted(f"lab {self.id!r} runs no operator {role!r}: run `operatorlab lab start {self.id}`")
+        return OperatorProcess(rec.path, kubeconfig=rec.kubeconfig, env=rec.env,
+                               env_file=Path(rec.env_file) if rec.env_file else None, log_path=Path(rec.log),
+                               attached=False, identity=rec.identity)
+
+    def run_operator(self, path: Path, role: str = "operator", *, kubeconfig: Path | None = None,
+                     env: dict[str, str] | None = None, env_file: Path | None = None) -> OperatorProcess:
+        """Start the operator file ``path`` as ``role`` (replacing an earlier one), detached, and record it.
+
+        It talks to the lab's cluster as admin unless ``kubeconfig`` says otherwise (a
+        ServiceAccount, the fault proxy).
+        """
+        if (earlier := self.record.processes.get(role)) is not None:
+            earlier.identity.stop()
+        operator = OperatorProcess(path, kubeconfig=kubeconfig or self.ctx.kubeconfig, env=env, env_file=env_file,
+                                   log_path=self.ctx.state_dir / f"{self.id}-{role}.log", attached=False)
+        return self._start(operator, role)
+
+    def restart_operator(self, role: str = "operator") -> OperatorProcess:
+        """Start the operator of ``role`` again, as configured (its env file and source read anew)."""
+        return self._start(self.operator(role), role)
+
+    def restart_changed_operators(self) -> list[str]:
+        """Restart each operator whose source or env file changed since it started (a learner's edit).
+
+        As a Deployment rollout would. Returns the roles restarted.
+        """
+        changed = [role for role, rec in self.record.processes.items()
+                   if rec.kind == "operator" and rec.fingerprint != self.operator(role).fingerprint()]
+        for role in changed:
+            self.restart_operator(role)
+        return changed
+
+    def _start(self, operator: OperatorProcess, role: str) -> OperatorProcess:
+        def record(started: OperatorProcess) -> None:
+            assert started.identity is not None
+            self.record.processes[role] = ProcessRecord(
+                "operator", started.identity.pid, started.identity.started, str(started.log_path),
+                port=started.liveness_port, path=str(started.path), kubeconfig=str(started.kubeconfig),
+                env=started.env, env_file=str(started.env_file) if started.env_file else None,
+                fingerprint=started.fingerprint())
+            self.state.save()
+
+        return operator.start(on_spawn=record)
+
+    def proxy(self, role: str = "proxy") -> FaultProxy:
+        """The lab's API fault proxy called ``role``: the one started earlier, or a new one to start."""
+
+        def record(proxy: FaultProxy) -> None:
+            assert proxy.identity is not None
+            self.record.processes[role] = ProcessRecord("proxy", proxy.identity.pid, proxy.identity.started,
+                                                        str(proxy.log_path), port=proxy.port)
+            self.remember_file(proxy.kubeconfig)  # saves
+
+        rec = self.record.processes.get(role)
         return FaultProxy(self.ctx.kubeconfig, self.ctx.state_dir, name=f"{self.id}-{role}",
-                          pid=saved.get("pid"), started=saved.get("started"), port=saved.get("port"),
-                          on_start=remember)
+                          identity=rec.identity if rec else None, port=rec.port if rec else None, on_start=record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from operatorlab.labs.base import Check
@@ -9,7 +10,8 @@ from operatorlab.labs.base import Check
 TENANTS = ("hedronite.io", "v1", "tenants")
 
 
-def _get(call) -> Any | None:
+def get_or_none(call: Callable[[], Any]) -> Any | None:
+    """``call()`` (a GET), or None if the API answers 404 Not Found."""
     from kubernetes import client
 
     try:
@@ -45,17 +47,17 @@ def tenant_reconciled(api, name: str) -> Check:
 
     label = f"Tenant {name} reconciled (namespace + quota match spec)"
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-    tenant = _get(lambda: custom.get_cluster_custom_object(*TENANTS, name))
+    tenant = get_or_none(lambda: custom.get_cluster_custom_object(*TENANTS, name))
     if tenant is None:
         return Check(label, False, f"Tenant {name} does not exist (kubectl get tenants)")
     namespace = f"tenant-{name}"
     evidence = f"kubectl get tenant {name} -o yaml: {tenant_evidence(tenant)}"
-    ns = _get(lambda: core.read_namespace(namespace))
+    ns = get_or_none(lambda: core.read_namespace(namespace))
     if ns is None:
         return Check(label, False, f"namespace {namespace} not found. {evidence}")
     if ns.metadata.deletion_timestamp:
         return Check(label, False, f"namespace {namespace} is Terminating since {ns.metadata.deletion_timestamp}. {evidence}")
-    quota = _get(lambda: core.read_namespaced_resource_quota("tenant-quota", namespace))
+    quota = get_or_none(lambda: core.read_namespaced_resource_quota("tenant-quota", namespace))
     if quota is None:
         return Check(label, False, f"namespace {namespace} exists but holds no ResourceQuota tenant-quota. {evidence}")
     want = str(tenant["spec"]["cpuQuota"])
@@ -71,7 +73,7 @@ def tenant_not_stuck(api, name: str) -> Check:
     from kubernetes import client
 
     label = f"Tenant {name} not stuck Terminating"
-    tenant = _get(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
+    tenant = get_or_none(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
     if tenant is None or not tenant["metadata"].get("deletionTimestamp"):
         return Check(label, True, "gone" if tenant is None else "live")
     meta = tenant["metadata"]
@@ -84,8 +86,8 @@ def no_orphan_namespace(api, name: str) -> Check:
     from kubernetes import client
 
     label = f"namespace tenant-{name} not orphaned"
-    tenant = _get(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
-    ns = _get(lambda: client.CoreV1Api(api).read_namespace(f"tenant-{name}"))
+    tenant = get_or_none(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
+    ns = get_or_none(lambda: client.CoreV1Api(api).read_namespace(f"tenant-{name}"))
     if ns is None or ns.metadata.deletion_timestamp or (tenant and not tenant["metadata"].get("deletionTimestamp")):
         return Check(label, True, "consistent with its Tenant")
     owner = "no Tenant" if tenant is None else "a Tenant being deleted"
@@ -100,7 +102,7 @@ def one_quota_per_namespace(api, names: list[str]) -> Check:
     core = client.CoreV1Api(api)
     label = "no duplicate quotas"
     for name in names:
-        items = (_get(lambda: core.list_namespaced_resource_quota(f"tenant-{name}")) or client.V1ResourceQuotaList(items=[])).items
+        items = (get_or_none(lambda: core.list_namespaced_resource_quota(f"tenant-{name}")) or client.V1ResourceQuotaList(items=[])).items
         if len(items) > 1:
             return Check(label, False, f"namespace tenant-{name} holds {len(items)} ResourceQuotas: "
                                        f"{[q.metadata.name for q in items]}")

@@ -1,73 +1,82 @@
-"""Undo a lab: stop its processes, delete the objects and files it recorded, wait until gone."""
+"""Undo a lab: stop its processes, delete the objects and files it recorded, wait until gone.
+
+Objects are deleted through the kubernetes dynamic client (discovery maps each recorded
+``apiVersion`` + ``kind`` to its resource), so a lab may track any kind, a custom
+resource included, without a branch here for it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from operatorlab.labs.faults import stop_recorded
+from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from kubernetes.dynamic.resource import Resource
+
+from operatorlab.labs.state import LabState, TrackedObject
 from operatorlab.wait import eventually
 
-TENANTS = ("hedronite.io", "v1", "tenants")
-BASELINES = ("hedronite.io", "v1alpha1", "namespacebaselines")
+
+def stop_processes(state: LabState) -> None:
+    """Stop every process ``state`` records (if still that very process) and delete its log.
+
+    First, so no operator re-creates what is being deleted.
+    """
+    for rec in state.processes.values():
+        rec.identity.stop(timeout=10)
+        Path(rec.log).unlink(missing_ok=True)
 
 
-def undo(lab, *, timeout: float = 90.0) -> None:
-    """Everything ``lab`` recorded in its state, removed; waits until the objects are gone."""
-    from kubernetes import client
-
-    data = lab.state.data
-    for role, info in data.get("processes", {}).items():
-        stop_recorded(info.get("pid"), info.get("started"), timeout=10)
-        if info.get("log"):
-            Path(info["log"]).unlink(missing_ok=True)
-    for path in data.get("files", []):
+def remove_files(state: LabState) -> None:
+    for path in state.files:
         Path(path).unlink(missing_ok=True)
 
-    custom = client.CustomObjectsApi(lab.api)
-    core = client.CoreV1Api(lab.api)
-    rbac = client.RbacAuthorizationV1Api(lab.api)
-    apps = client.AppsV1Api(lab.api)
-    objects = [tuple(o) for o in data.get("objects", [])]
-    namespaces: list[str] = []
-    tenants: list[str] = []
-    for kind, name, namespace in reversed(objects):
-        if kind == "tenant":
-            _ignore_404(lambda: custom.patch_cluster_custom_object(*TENANTS, name, {"metadata": {"finalizers": None}}))
-            _ignore_404(lambda: custom.delete_cluster_custom_object(*TENANTS, name))
-            tenants.append(name)
-            namespaces.append(f"tenant-{name}")
-        elif kind == "nsb":
-            _ignore_404(lambda: custom.patch_cluster_custom_object(*BASELINES, name, {"metadata": {"finalizers": None}}))
-            _ignore_404(lambda: custom.delete_cluster_custom_object(*BASELINES, name))
-        elif kind == "namespace":
-            namespaces.append(name)
-        elif kind == "clusterrole":
-            _ignore_404(lambda: rbac.delete_cluster_role(name))
-        elif kind == "clusterrolebinding":
-            _ignore_404(lambda: rbac.delete_cluster_role_binding(name))
-        elif kind == "serviceaccount":
-            _ignore_404(lambda: core.delete_namespaced_service_account(name, namespace))
-        elif kind == "deployment":
-            _ignore_404(lambda: apps.delete_namespaced_deployment(name, namespace))
-        else:
-            raise ValueError(f"lab {lab.id}: do not know how to delete a {kind!r}")
-    for name in namespaces:
-        _ignore_404(lambda: core.delete_namespace(name))
+
+def delete_objects(api: client.ApiClient, objects: list[TrackedObject], *, discovery_cache: Path, what: str,
+                   timeout: float = 90.0) -> None:
+    """Delete ``objects``, newest first, and wait (up to ``timeout`` s) until they are gone.
+
+    Each object's finalizers are removed before the delete, because the operator that
+    would honour them is stopped and the lab's objects must go regardless. (A lab reset is
+    the one place where skipping an operator's cleanup is right: the lab tracked what that
+    cleanup would have deleted, and deletes it too.)
+    """
+    dynamic = DynamicClient(api, cache_file=str(discovery_cache))
+    for obj in reversed(objects):
+        _delete(_resource(dynamic, obj), obj)
 
     def gone() -> bool:
-        left_tenants = {t["metadata"]["name"] for t in custom.list_cluster_custom_object(*TENANTS)["items"]}
-        left_namespaces = {n.metadata.name for n in core.list_namespace().items}
-        return not (set(tenants) & left_tenants) and not (set(namespaces) & left_namespaces)
+        return not any(_exists(_resource(dynamic, obj), obj) for obj in objects)
 
-    if tenants or namespaces:
-        eventually(gone, timeout=timeout, message=f"lab {lab.id}: its Tenants {tenants} and namespaces {namespaces} gone")
+    eventually(gone, timeout=timeout, message=f"{what}: {', '.join(map(str, objects))} gone")
 
 
-def _ignore_404(call) -> None:
-    from kubernetes import client
-
+def _resource(dynamic: DynamicClient, obj: TrackedObject) -> Resource | None:
+    """The API resource serving ``obj``'s kind; None if the API serves it no more (its CRD went)."""
     try:
-        call()
-    except client.ApiException as e:
-        if e.status != 404:
-            raise
+        return dynamic.resources.get(api_version=obj.api_version, kind=obj.kind)
+    except ResourceNotFoundError:
+        return None
+
+
+def _delete(resource: Resource | None, obj: TrackedObject) -> None:
+    if resource is None:
+        return
+    try:
+        if resource.get(name=obj.name, namespace=obj.namespace).metadata.finalizers:
+            resource.patch(body={"metadata": {"finalizers": None}}, name=obj.name, namespace=obj.namespace,
+                           content_type="application/merge-patch+json")
+        resource.delete(name=obj.name, namespace=obj.namespace)
+    except NotFoundError:
+        pass
+
+
+def _exists(resource: Resource | None, obj: TrackedObject) -> bool:
+    if resource is None:
+        return False
+    try:
+        resource.get(name=obj.name, namespace=obj.namespace)
+    except NotFoundError:
+        return False
+    return True

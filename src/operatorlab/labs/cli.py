@@ -17,13 +17,12 @@ import argparse
 import sys
 import textwrap
 
+from operatorlab.faults.components import ComponentUnavailable
+from operatorlab.faults.variants import VariantError
 from operatorlab.labs import registry, runner
-from operatorlab.labs.base import Check, LabNotStarted, LabUnavailable
-from operatorlab.terminal import color
-
-
-def _c(text: str, code: str) -> str:
-    return color(text, code)
+from operatorlab.labs.base import Check
+from operatorlab.labs.errors import LabError, LabNotStarted
+from operatorlab.terminal import color as _c
 
 
 def _lab(lab_id: str):
@@ -81,7 +80,10 @@ def lab_solve(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     print(f"{lab.id}: applying the reference fix...")
     runner.solve(lab)
-    return 0 if _print_checks(runner.check(lab, settle=lab.settle)) else 1
+    ok = _print_checks(runner.check(lab, settle=lab.settle))
+    if solution := lab.solution():
+        print("\n" + solution)
+    return 0 if ok else 1
 
 
 def lab_reset(args: argparse.Namespace) -> int:
@@ -111,21 +113,21 @@ def drill_start(args: argparse.Namespace) -> int:
 
 def _drill_lab():
     ctx = runner.context()
-    record = runner.drill_current(ctx)
-    if not record:
+    drill = runner.drill_current(ctx)
+    if drill is None:
         raise LabNotStarted("no drill running: operatorlab drill start ID (operatorlab drill list)")
-    return runner.create(registry.get(record["lab"]), ctx)
+    return runner.create(registry.get(drill.lab), ctx)
 
 
 def drill_check(_: argparse.Namespace) -> int:
     lab = _drill_lab()
-    results, elapsed, solved = runner.drill_check(lab)
+    results, drill = runner.drill_check(lab)
     _print_checks(results)
-    minutes, seconds = divmod(int(elapsed), 60)
-    hints = lab.state.data.get("hints_shown", 0)
-    if solved:
-        print(_c(f"drill {lab.id} solved in {minutes}:{seconds:02d}", "32") + f" ({hints} hint(s) used). "
-              f"Clean up: operatorlab lab reset {lab.id}")
+    minutes, seconds = divmod(int(drill.elapsed()), 60)
+    hints = lab.record.hints_shown
+    if drill.finished:
+        print(_c(f"drill {lab.id} solved in {minutes}:{seconds:02d}", "32") + f" ({hints} hint(s) used); the drill "
+              f"is over. Clean up: operatorlab lab reset {lab.id}")
         return 0
     print(f"not yet: {minutes}:{seconds:02d} elapsed")
     return 1
@@ -141,7 +143,7 @@ def _guard(func):
     def run(args: argparse.Namespace) -> int:
         try:
             return func(args)
-        except (LabNotStarted, LabUnavailable) as e:
+        except (LabError, ComponentUnavailable, VariantError) as e:
             print(_c(f"error: {e}", "31"), file=sys.stderr)
             return 2
     return run

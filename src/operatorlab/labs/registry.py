@@ -9,10 +9,7 @@ import sys
 from pathlib import Path
 
 from operatorlab.labs.base import Lab, labs_dir
-
-
-class UnknownLab(ValueError):
-    """No lab of that id (the message lists those there are)."""
+from operatorlab.labs.errors import UnknownLab
 
 
 def discover(root: Path | None = None) -> dict[str, type[Lab]]:

@@ -5,28 +5,25 @@ The CLI, the notebook panel and the tests all go through these functions.
 
 from __future__ import annotations
 
-import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-from operatorlab.labs.base import Check, Lab, LabContext, LabNotStarted, LabUnavailable
-from operatorlab.labs.faults import LabOperator
+from operatorlab.cluster import current
+from operatorlab.cluster.existing import UNAVAILABLE_INJECTIONS
+from operatorlab.labs.base import Check, Lab, LabContext
+from operatorlab.labs.errors import BadState, LabUnavailable
+from operatorlab.labs.state import Drill, read_json, write_json
 
 
 def context(cluster=None, **kwargs) -> LabContext:
     """A :class:`LabContext` for ``cluster`` (default: the one ``$KUBECONFIG`` points at)."""
-    if cluster is None:
-        from operatorlab.cluster import current
-
-        cluster = current()
-    return LabContext(cluster, **kwargs)
+    return LabContext(current() if cluster is None else cluster, **kwargs)
 
 
 def unavailable(cls: type[Lab], ctx: LabContext) -> str | None:
     """Why ``cls`` cannot run on ``ctx``'s cluster, or None if it can."""
     if "local" in cls.requires and ctx.provider != "local":
-        from operatorlab.cluster.existing import UNAVAILABLE_INJECTIONS
-
         return (f"lab {cls.id!r} is unavailable on this {ctx.provider} cluster: it stops control-plane "
                 f"components, which only the built-in local cluster lets Operator Lab do "
                 f"(unavailable here: {', '.join(UNAVAILABLE_INJECTIONS)})")
@@ -59,16 +56,14 @@ def start(lab: Lab) -> None:
 
 
 def inject(lab: Lab) -> None:
-    _require_started(lab)
     lab.inject()
-    lab.state.data["injected"] = time.time()
+    lab.record.injected = time.time()
     lab.state.save()
 
 
 def solve(lab: Lab) -> None:
-    _require_started(lab)
     lab.solve()
-    lab.state.data["solved"] = True
+    lab.record.solved = True
     lab.state.save()
 
 
@@ -81,10 +76,7 @@ def check(lab: Lab, *, settle: float | None = 0.0, interval: float = 0.5) -> lis
     Raises:
         LabNotStarted: the lab was not set up.
     """
-    _require_started(lab)
-    for role, info in lab.state.data.get("processes", {}).items():
-        if info.get("kind") == "operator":
-            LabOperator(lab, role).restart_if_changed()
+    lab.restart_changed_operators()
     settle = lab.settle if settle is None else settle
     deadline = time.monotonic() + settle
     while True:
@@ -96,21 +88,17 @@ def check(lab: Lab, *, settle: float | None = 0.0, interval: float = 0.5) -> lis
 
 def hint(lab: Lab, *, all_hints: bool = False) -> list[str]:
     """The hints shown so far plus the next one (or all); counted in the state (drills report it)."""
-    _require_started(lab)
-    shown = lab.state.data.get("hints_shown", 0)
-    shown = len(lab.hints) if all_hints else min(shown + 1, len(lab.hints))
-    lab.state.data["hints_shown"] = shown
+    record = lab.record
+    record.hints_shown = len(lab.hints) if all_hints else min(record.hints_shown + 1, len(lab.hints))
     lab.state.save()
-    return list(lab.hints[:shown])
+    return list(lab.hints[:record.hints_shown])
 
 
 def reset(lab: Lab) -> None:
+    """Remove everything the lab made; a drill of this lab ends with it."""
     lab.reset()
-
-
-def _require_started(lab: Lab) -> None:
-    if not lab.state.exists:
-        raise LabNotStarted(f"lab {lab.id!r} is not started: run `operatorlab lab start {lab.id}` first")
+    if (drill := drill_current(lab.ctx)) is not None and drill.lab == lab.id:
+        drill_end(lab.ctx)
 
 
 # -- drills ------------------------------------------------------------------------------
@@ -120,36 +108,46 @@ def drill_file(ctx: LabContext) -> Path:
     return ctx.state_dir / "drill.json"
 
 
-def drill_start(lab: Lab) -> dict:
-    """Break the cluster for a drill and start its timer; returns the drill record."""
+def drill_start(lab: Lab) -> Drill:
+    """Break the cluster for a drill and start its clock."""
     if not lab.drill:
         raise ValueError(f"lab {lab.id!r} is not offered as a drill (operatorlab drill list)")
     start(lab)
-    record = {"lab": lab.id, "started": time.time()}
-    path = drill_file(lab.ctx)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
-    return record
+    drill = Drill(lab.id)
+    write_json(drill_file(lab.ctx), asdict(drill))
+    return drill
 
 
-def drill_current(ctx: LabContext) -> dict | None:
-    try:
-        return json.loads(drill_file(ctx).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+def drill_current(ctx: LabContext) -> Drill | None:
+    """The drill running on ``ctx``'s cluster, if any.
+
+    Raises:
+        BadState: its file is not a drill record.
+    """
+    path = drill_file(ctx)
+    data = read_json(path, "drill record")
+    if data is None:
         return None
+    try:
+        return Drill(**data)
+    except TypeError as e:
+        raise BadState(f"drill record {path} is not one this version reads ({e}): rm {path}") from e
 
 
-def drill_check(lab: Lab) -> tuple[list[Check], float, bool]:
-    """Grade the running drill: (checks, seconds since start, solved). Solved stops the clock."""
-    record = drill_current(lab.ctx) or {}
+def drill_check(lab: Lab) -> tuple[list[Check], Drill]:
+    """Grade the running drill. All checks passing stops the clock and ends the drill.
+
+    Returns the checks and the drill (``finished`` set if this check solved it). The lab
+    itself stays as it is, for a look around, until ``operatorlab lab reset``.
+    """
+    drill = drill_current(lab.ctx) or Drill(lab.id)
     results = check(lab, settle=5.0)
-    solved = all(c.passed for c in results)
-    if solved and "finished" not in record:
-        record["finished"] = time.time()
-        drill_file(lab.ctx).write_text(json.dumps(record))
-    elapsed = record.get("finished", time.time()) - record.get("started", time.time())
-    return results, elapsed, solved
+    if all(c.passed for c in results):
+        drill.finished = time.time()
+        drill_end(lab.ctx)
+    return results, drill
 
 
 def drill_end(ctx: LabContext) -> None:
+    """Forget the running drill (solved, or its lab reset)."""
     drill_file(ctx).unlink(missing_ok=True)

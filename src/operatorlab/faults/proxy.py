@@ -4,12 +4,19 @@
 
     operator ──HTTP (loopback)──► FaultProxy ──HTTPS + admin credentials──► kube-apiserver
                                      │ rules: answer 429/500/503 (+ Retry-After),
-                                     │        cut a watch stream, answer a watch with 410 Gone
+                                     │        cut a watch stream, answer a watch with 410 Gone,
+                                     │        SIGKILL the operator once the apiserver acknowledged a write
                                      └ /_operatorlab/rules, /_operatorlab/stats: scripting
 
 Everything not matched by a rule is forwarded unchanged and streamed back chunk by chunk
 (watches included), so the operator talks to the real apiserver, with its real
 resourceVersions, 409s and watch semantics; only the chosen requests fail.
+
+The ``kill`` rule is the crash test of a reconcile: the apiserver has stored the write
+(say, ``POST .../namespaces`` answered ``201 Created``), and the operator dies before it
+reads that answer, exactly as a process OOM-killed mid-reconcile would. Because the fault
+comes from outside, it works on any operator the proxy sits in front of (a learner's
+included) and at any write, and the operator's code carries no hook for it.
 
 Why plain HTTP on loopback towards the operator (not TLS with a certificate signed by
 the cluster's CA): it works on every cluster. On an existing cluster (minikube, kind)
@@ -23,8 +30,10 @@ Rules (JSON objects, first match wins, each may fire a limited number of ``times
     {"action": "status", "status": 429, "retry_after": 2, "method": "POST", "path": "/resourcequotas"}
     {"action": "gone", "path": "/tenants", "watch": true}          # a 410 ERROR event, then end
     {"action": "cut", "path": "/tenants", "watch": true, "after": 1}  # forward 1 s, then drop the connection
+    {"action": "kill", "method": "POST", "path": "/namespaces$", "response": 201,
+     "pid": 4242, "started": "81234", "times": 1}   # SIGKILL process 4242 (if still that one), once
 
-Run: ``python -m operatorlab.labs.proxy --kubeconfig K --port P --write-kubeconfig OUT``.
+Run: ``python -m operatorlab.faults.proxy --kubeconfig K --port P --write-kubeconfig OUT``.
 """
 
 from __future__ import annotations
@@ -40,14 +49,17 @@ import urllib.request
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
+from operatorlab.cluster import process
+
 CONTROL = "/_operatorlab"
 REASONS = {410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
            504: "Timeout"}
-ACTIONS = ("status", "gone", "cut")
+ACTIONS = ("status", "gone", "cut", "kill")
 _DROP_REQUEST = {"host", "content-length", "accept-encoding", "connection", "transfer-encoding", "authorization",
                  "keep-alive"}
 _DROP_RESPONSE = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
@@ -64,12 +76,18 @@ class Rule:
         action: ``status`` (answer ``status`` with a Kubernetes Status body and, if set,
             ``Retry-After``), ``gone`` (answer a watch with one ``ERROR`` event carrying a 410
             Status, then end the stream, as kube-apiserver does for a too old
-            resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s).
+            resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s),
+            ``kill`` (forward; when the apiserver answers ``response``, SIGKILL the process
+            ``pid`` started at ``started`` before relaying the answer).
         method: an HTTP method, several comma-separated, or ``*``.
         path: a regular expression searched in the request path (``""`` matches all).
         watch: only watch requests (True), only non-watch (False), or both (None).
-        times: how many requests it may answer (None: all).
+        times: how many requests it may answer (None: all; for ``kill``: how many kills).
         name: a label for the stats (default: derived from the rule).
+        response: ``kill`` only: the apiserver's status code that fires it (None: any 2xx,
+            i.e. the write was acknowledged).
+        pid, started: ``kill`` only: the process to kill, by its identity
+            (:class:`~operatorlab.cluster.process.Identity`), so a recycled pid is never hit.
     """
 
     action: str
@@ -81,16 +99,29 @@ class Rule:
     after: float = 0.0
     times: int | None = None
     name: str = ""
+    response: int | None = None
+    pid: int | None = None
+    started: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
             raise ValueError(f"unknown action {self.action!r}; choose one of {', '.join(ACTIONS)}")
         if self.action == "status" and not 400 <= self.status <= 599:
             raise ValueError(f"status {self.status} is not an error status (400-599)")
+        if self.action == "kill" and not (self.pid and self.started):
+            raise ValueError("a kill rule needs the process's pid and started (its start time): "
+                             "see operatorlab.cluster.process.Identity")
         re.compile(self.path)
         if not self.name:
-            what = {"status": str(self.status), "gone": "410-event", "cut": f"cut-{self.after:g}s"}[self.action]
+            what = {"status": str(self.status), "gone": "410-event", "cut": f"cut-{self.after:g}s",
+                    "kill": f"kill-{self.pid}-on-{self.response or '2xx'}"}[self.action]
             self.name = f"{what} {self.method} {self.path or '*'}{' watch' if self.watch else ''}"
+
+    @property
+    def target(self) -> process.Identity:
+        """The process a ``kill`` rule kills."""
+        assert self.pid and self.started, self
+        return process.Identity(self.pid, self.started)
 
     def matches(self, method: str, path: str, query: dict[str, str]) -> bool:
         if self.times is not None and self.times <= 0:
@@ -103,13 +134,23 @@ class Rule:
             return False
         return re.search(self.path, path) is not None
 
+    def acknowledged(self, status: int) -> bool:
+        """Whether the apiserver's answer ``status`` fires this ``kill`` rule."""
+        return status == self.response if self.response is not None else 200 <= status <= 299
+
 
 def is_watch(query: dict[str, str]) -> bool:
     return str(query.get("watch", "")).lower() in ("true", "1")
 
 
 class RuleSet:
-    """Ordered rules plus what they did: ``decide`` picks the first match and counts it."""
+    """Ordered rules plus what they did.
+
+    ``decide`` picks the first request rule (status, gone, cut) matching a request and
+    counts it; ``on_response`` picks the first ``kill`` rule matching a request and the
+    apiserver's answer to it, and counts it. A kill rule is used up by kills, not by
+    requests whose answer did not fire it.
+    """
 
     def __init__(self, rules: list[Rule] | None = None) -> None:
         self.rules: list[Rule] = list(rules or [])
@@ -120,14 +161,24 @@ class RuleSet:
         self.rules = [r if isinstance(r, Rule) else Rule(**r) for r in rules]
 
     def decide(self, method: str, path: str, query: dict[str, str]) -> Rule | None:
-        rule = next((r for r in self.rules if r.matches(method, path, query)), None)
+        rule = next((r for r in self.rules if r.action != "kill" and r.matches(method, path, query)), None)
         if rule is not None:
-            if rule.times is not None:
-                rule.times -= 1
-            self.hits.setdefault(rule.name, []).append(time.time())
+            self._count(rule)
         self.requests.append({"t": time.time(), "method": method, "path": path, "watch": is_watch(query),
                               "rule": rule.name if rule else None})
         return rule
+
+    def on_response(self, method: str, path: str, query: dict[str, str], status: int) -> Rule | None:
+        rule = next((r for r in self.rules if r.action == "kill" and r.matches(method, path, query)
+                     and r.acknowledged(status)), None)
+        if rule is not None:
+            self._count(rule)
+        return rule
+
+    def _count(self, rule: Rule) -> None:
+        if rule.times is not None:
+            rule.times -= 1
+        self.hits.setdefault(rule.name, []).append(time.time())
 
     def stats(self) -> dict[str, Any]:
         return {"rules": [asdict(r) for r in self.rules], "hits": self.hits, "requests": list(self.requests)}
@@ -236,13 +287,18 @@ def make_app(upstream: Upstream, rules: RuleSet):
             return web.json_response(status_body(503, f"fault proxy: upstream unreachable: {e}"), status=503)
         request.app["streams"][id(request)] = request
         async with upstream_response:
+            kill = rules.on_response(request.method, request.path, dict(request.query), upstream_response.status)
+            if kill is not None:
+                # The apiserver has done the write; the client dies before it hears so.
+                kill.target.kill()
             response = web.StreamResponse(status=upstream_response.status, headers={
                 k: v for k, v in upstream_response.headers.items() if k.lower() not in _DROP_RESPONSE})
-            await response.prepare(request)
             try:
+                await response.prepare(request)
                 async with asyncio.timeout(cut_after):
                     async for chunk in upstream_response.content.iter_any():
                         await response.write(chunk)
+                await response.write_eof()
             except TimeoutError:
                 # Drop the connection mid-stream, with no end-of-stream marker, as a broken network does.
                 if request.transport is not None:
@@ -252,7 +308,6 @@ def make_app(upstream: Upstream, rules: RuleSet):
                 return response
             finally:
                 request.app["streams"].pop(id(request), None)
-            await response.write_eof()
             return response
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -276,7 +331,7 @@ def proxy_kubeconfig(port: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     from aiohttp import web
 
-    parser = argparse.ArgumentParser(prog="python -m operatorlab.labs.proxy", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m operatorlab.faults.proxy", description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", required=True, type=Path, help="how to reach the real apiserver")
     parser.add_argument("--port", required=True, type=int, help="listen on 127.0.0.1:PORT")
     parser.add_argument("--write-kubeconfig", type=Path, help="write a kubeconfig pointing at the proxy here")
@@ -299,22 +354,23 @@ def main(argv: list[str] | None = None) -> int:
 class FaultProxy:
     """A fault proxy process in front of the cluster of ``kubeconfig``, driven over HTTP.
 
-    Usable alone (a notebook) or by a lab, which remembers the process in its state
-    through ``on_start``.
+    Usable alone (a notebook, a test) or by a lab, which records the process through
+    ``on_start`` and finds it again with ``identity`` and ``port``. The process is
+    detached: it outlives the command that started it, until :meth:`stop`.
 
     Args:
         kubeconfig: the real cluster and the credentials the proxy forwards with.
         workdir: where its log and the kubeconfig pointing at it are written.
         name: file-name stem for those (``<name>.log``, ``<name>.kubeconfig``).
-        pid, started, port: a proxy started earlier (by another command) to drive or stop.
+        identity, port: a proxy started earlier (by another command) to drive or stop.
         on_start: called with the proxy as soon as it is spawned (a lab records it for cleanup).
     """
 
-    def __init__(self, kubeconfig: Path, workdir: Path, *, name: str = "proxy", pid: int | None = None,
-                 started: str | None = None, port: int | None = None, on_start=None) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, *, name: str = "proxy",
+                 identity: process.Identity | None = None, port: int | None = None,
+                 on_start: Callable[[FaultProxy], None] | None = None) -> None:
         self.upstream_kubeconfig = Path(kubeconfig)
-        self.pid = pid
-        self.started = started  # the process's start time: with pid, its identity
+        self.identity = identity
         self.port = port
         self.log_path = Path(workdir) / f"{name}.log"
         #: The kubeconfig that sends an operator through the proxy.
@@ -327,21 +383,16 @@ class FaultProxy:
         Raises:
             RuntimeError: it exited or did not answer within ``timeout`` s (with its log tail).
         """
-        from operatorlab.cluster import process
-
         self.stop()
         self.port = process.free_port()
-        argv = [sys.executable, "-m", "operatorlab.labs.proxy", "--kubeconfig", str(self.upstream_kubeconfig),
+        argv = [sys.executable, "-m", "operatorlab.faults.proxy", "--kubeconfig", str(self.upstream_kubeconfig),
                 "--port", str(self.port), "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules or [])]
-        from operatorlab.labs.faults import start_time
-
-        self.pid = process.spawn(argv, self.log_path)
-        self.started = start_time(self.pid)
+        self.identity = process.Identity.of(process.spawn(argv, self.log_path))
         if self._on_start:
             self._on_start(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not process.is_running(self.pid):
+            if not self.identity.alive:
                 raise RuntimeError(f"fault proxy exited:\n{process.tail(self.log_path)}")
             try:
                 self.stats()
@@ -351,9 +402,8 @@ class FaultProxy:
         raise RuntimeError(f"fault proxy not answering after {timeout:.0f}s:\n{process.tail(self.log_path)}")
 
     def stop(self) -> None:
-        from operatorlab.labs.faults import stop_recorded
-
-        stop_recorded(self.pid, self.started, timeout=5)
+        if self.identity:
+            self.identity.stop(timeout=5)
 
     def set_rules(self, rules: list[dict]) -> dict:
         """Replace the rules (validated by the proxy); returns its stats."""

@@ -1,0 +1,207 @@
+"""take-over: the operator adopts a namespace someone else made, and would delete it with its Tenant."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from operatorlab.faults.variants import ReplaceFunction
+from operatorlab.labs import Check, checks
+from operatorlab.labs.tenantlab import TENANT_API_VERSION, VariantLab
+from operatorlab.wait import eventually
+
+VICTIM = "lab-to-victim"
+DATA = "precious"  # the user's ConfigMap in their namespace
+OWNER_LABEL = "hedronite.io/tenant"
+REACT = 20.0  # seconds the operator gets to act on a probe Tenant
+
+# The real ownership() says "taken" for an object that is neither ours (an owner reference
+# with the Tenant's uid) nor explicitly handed over (the adopt annotation). The variant
+# "simplifies" it: whatever is not ours yet is adoptable.
+BROKEN_OWNERSHIP = '''\
+def ownership(meta: Mapping[str, Any], owner: kopf.Body) -> str:
+    """Whose an existing object is: ``OURS``, or ``ADOPTABLE`` by ``owner``."""
+    refs = meta.get("ownerReferences") or []
+    if any(ref.get("uid") == owner.metadata.uid for ref in refs):
+        return OURS
+    return ADOPTABLE
+'''
+
+
+class TakeOver(VariantLab):
+    title = "Whose namespace is it?"
+    summary = "a new Tenant took over a namespace someone else made: make the operator claim only what it created"
+    drill = True
+    settle = 0.0  # each check run probes the operator itself (create, update, delete), waiting as it goes
+    edits = (ReplaceFunction("ownership", BROKEN_OWNERSHIP),)
+    hints = (
+        f"Look at namespace tenant-{VICTIM}: who made it, and what does it say about its owner now "
+        f"(kubectl get ns tenant-{VICTIM} -o yaml)? What would `kubectl delete tenant {VICTIM}` do to the "
+        f"ConfigMap {DATA} in it?",
+        "An operator may only write to what it created or what it was explicitly handed. Find where "
+        "labs/take-over/tenant_operator.py decides whose an existing object is, and what it answers for a "
+        "namespace that has neither the Tenant's owner reference nor the hedronite.io/adopt annotation.",
+        "ownership() must answer TAKEN for an object that is neither ours nor handed over by the "
+        "hedronite.io/adopt annotation (and not controlled by anyone else); then give the user's namespace back: "
+        f"remove the owner reference and the {OWNER_LABEL} label the operator put on it. "
+        "labs/take-over/SOLUTION.md (shown by `operatorlab lab solve take-over`) explains it all.",
+    )
+
+    def setup(self) -> None:
+        self.start_operator()
+        self.track("v1", "Namespace", f"tenant-{VICTIM}")
+        _create_foreign_namespace(self.core, f"tenant-{VICTIM}")
+
+    def inject(self) -> None:
+        # A "simplified" release of the operator rolls out, and then someone creates a Tenant
+        # whose name happens to match the user's namespace.
+        self.write_variant()
+        self.start_variant()
+        self.track(TENANT_API_VERSION, "Tenant", VICTIM)
+        self.tenants.create(VICTIM, "1", f"lab {self.id}")
+        eventually(lambda: _claimed(self.core.read_namespace(f"tenant-{VICTIM}")), timeout=30,
+                   message=f"lab {self.id}: the variant took over namespace tenant-{VICTIM}")
+
+    def check(self) -> list[Check]:
+        return [self._victim_untouched(), self._foreign_survives(), self._free_name_converges()]
+
+    def solve(self) -> None:
+        self.write_fixed()
+        self.start_variant()
+        self.give_back()
+
+    def give_back(self) -> None:
+        """Give the user's namespace back: the owner reference and the label the variant added go."""
+        self.core.patch_namespace(f"tenant-{VICTIM}", {"metadata": {"ownerReferences": None,
+                                                                    "labels": {OWNER_LABEL: None}}})
+
+    # -- checks -------------------------------------------------------------------------
+
+    def _victim_untouched(self) -> Check:
+        label = f"the user's namespace tenant-{VICTIM} and its ConfigMap {DATA} are theirs"
+        ns = checks.get_or_none(lambda: self.core.read_namespace(f"tenant-{VICTIM}"))
+        data = checks.get_or_none(lambda: self.core.read_namespaced_config_map(DATA, f"tenant-{VICTIM}"))
+        if ns is None or ns.metadata.deletion_timestamp or data is None:
+            return Check(label, False, f"namespace tenant-{VICTIM} or its ConfigMap {DATA} is gone or going: the "
+                                       f"user's data is lost. Start again: operatorlab lab start {self.id}")
+        if _claimed(ns):
+            return Check(label, False, f"namespace tenant-{VICTIM} carries metadata.ownerReferences="
+                                       f"{_refs(ns)} and labels={ns.metadata.labels}: deleting the owner would "
+                                       f"delete it, with {DATA}")
+        return Check(label, True, "no owner reference, no owner label")
+
+    def _foreign_survives(self) -> Check:
+        """A fresh foreign namespace survives a Tenant of its name being created, updated and deleted."""
+        name = f"lab-to-probe-{secrets.token_hex(3)}"
+        namespace = f"tenant-{name}"
+        label = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
+        self.track("v1", "Namespace", namespace)
+        self.track(TENANT_API_VERSION, "Tenant", name)
+        _create_foreign_namespace(self.core, namespace)
+        before = _fingerprint(self.core, namespace)
+        try:
+            self.tenants.create(name, "1", f"lab {self.id} probe")
+            reacted = _wait(lambda: _name_taken(self.tenants.get(name)) or _fingerprint(self.core, namespace) != before)
+            self.tenants.patch_spec(name, cpuQuota="2")
+            time.sleep(2)
+            gone = self._delete_tenant(name)
+            after = _fingerprint(self.core, namespace)
+        finally:
+            self._delete_tenant(name, force=True)
+            checks.get_or_none(lambda: self.core.delete_namespace(namespace))
+        if after != before:
+            return Check(label, False, f"namespace {namespace} (made by someone else, with ConfigMap {DATA}) was "
+                                       f"changed by the operator for Tenant {name}: {_changes(before, after)}")
+        if not reacted:
+            return Check(label, False, f"Tenant {name} got no Ready condition within {REACT:g} s: is the "
+                                       f"operator running? Its log: {self.operator().log_path}")
+        if not gone:
+            return Check(label, False, f"Tenant {name} was not deleted within {REACT:g} s: its finalizer stayed")
+        return Check(label, True, "untouched; the Tenant said NameTaken")
+
+    def _free_name_converges(self) -> Check:
+        """A Tenant of a free name still gets its namespace and quota, follows an update and goes."""
+        name = f"lab-to-fresh-{secrets.token_hex(3)}"
+        label = "a Tenant of a free name still converges (create, update, delete)"
+        self.track(TENANT_API_VERSION, "Tenant", name)
+        self.track("v1", "Namespace", f"tenant-{name}")
+        self.tenants.create(name, "1", f"lab {self.id} probe")
+        try:
+            if not _wait(lambda: checks.tenant_reconciled(self.api, name).passed):
+                return Check(label, False, f"created: {checks.tenant_reconciled(self.api, name).message}")
+            self.tenants.patch_spec(name, cpuQuota="2")
+            if not _wait(lambda: checks.tenant_reconciled(self.api, name).passed):
+                return Check(label, False, f"updated to cpuQuota 2: {checks.tenant_reconciled(self.api, name).message}")
+            if not self._delete_tenant(name):
+                return Check(label, False, f"Tenant {name} was not deleted within {REACT:g} s: its finalizer stayed")
+            orphan = checks.no_orphan_namespace(self.api, name)
+            if not orphan.passed:
+                return Check(label, False, f"deleted: {orphan.message}")
+        finally:
+            self._delete_tenant(name, force=True)
+        return Check(label, True, "namespace and quota made, updated, and deleted with the Tenant")
+
+    def _delete_tenant(self, name: str, *, force: bool = False) -> bool:
+        """Delete a probe Tenant; True if it went (its finalizer honoured) within REACT s."""
+        if force:
+            checks.get_or_none(lambda: self.custom.patch_cluster_custom_object(
+                *checks.TENANTS, name, {"metadata": {"finalizers": None}}))
+        checks.get_or_none(lambda: self.custom.delete_cluster_custom_object(*checks.TENANTS, name))
+        return force or _wait(lambda: name not in self.tenants.names())
+
+
+def _create_foreign_namespace(core: client.CoreV1Api, name: str) -> None:
+    """A namespace made by a person, not the operator, with their data in it."""
+    core.create_namespace({"metadata": {"name": name, "labels": {"team": "someone-else"}}})
+    core.create_namespaced_config_map(name, {"metadata": {"name": DATA}, "data": {"notes": "years of work"}})
+
+
+def _claimed(ns: client.V1Namespace) -> bool:
+    return bool(ns.metadata.owner_references) or OWNER_LABEL in (ns.metadata.labels or {})
+
+
+def _refs(ns: client.V1Namespace) -> list[str]:
+    return [f"{r.kind}/{r.name}" for r in ns.metadata.owner_references or []]
+
+
+def _fingerprint(core: client.CoreV1Api, namespace: str) -> dict[str, Any]:
+    """What must not change: the namespace's resourceVersion, labels, owners, deletion; its ConfigMap's."""
+    ns = checks.get_or_none(lambda: core.read_namespace(namespace))
+    data = checks.get_or_none(lambda: core.read_namespaced_config_map(DATA, namespace))
+    if ns is None:
+        return {"namespace": "gone"}
+    return {"resourceVersion": ns.metadata.resource_version, "labels": ns.metadata.labels,
+            "ownerReferences": _refs(ns), "deletionTimestamp": ns.metadata.deletion_timestamp,
+            DATA: data.metadata.resource_version if data else "gone"}
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What differs, in words: the evidence of a take-over."""
+    if after.get("namespace") == "gone":
+        return "it is gone"
+    said = []
+    if after["deletionTimestamp"] and not before["deletionTimestamp"]:
+        said.append(f"it is being deleted (deletionTimestamp {after['deletionTimestamp']:%H:%M:%S})")
+    for key in ("labels", "ownerReferences"):
+        if after[key] != before[key]:
+            said.append(f"metadata.{key} was {before[key]}, is {after[key]}")
+    if after[DATA] != before[DATA]:
+        said.append(f"ConfigMap {DATA}: resourceVersion {before[DATA]} -> {after[DATA]}")
+    return "; ".join(said) or f"metadata.resourceVersion {before['resourceVersion']} -> {after['resourceVersion']}"
+
+
+def _name_taken(tenant: dict) -> bool:
+    conditions = (tenant.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("reason") == "NameTaken" for c in conditions)
+
+
+def _wait(condition: Callable[[], Any]) -> bool:
+    try:
+        eventually(condition, timeout=REACT, interval=0.5)
+    except AssertionError:
+        return False
+    return True

@@ -1,0 +1,66 @@
+"""The take-over lab grades behaviour: what is not the fix fails its check.
+
+tests/labs/test_labs.py proves the lab's protocol (its checks pass after setup, fail after
+inject, pass after the reference fix; reset leaves nothing). Here: three ways to make the
+symptom go away without fixing the operator, each caught by a behavioural check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from operatorlab.cluster import current
+from operatorlab.faults.variants import ReplaceFunction, apply
+from operatorlab.labs import registry, runner
+
+pytestmark = pytest.mark.xdist_group("tenant-operator")
+
+FOREIGN = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
+FREE = "a Tenant of a free name still converges (create, update, delete)"
+
+# Skips every existing object, its own included: nothing foreign is touched, but nothing of its own is updated.
+TAKES_NOTHING = '''\
+def ownership(meta: Mapping[str, Any], owner: kopf.Body) -> str:
+    """Whose an existing object is: never ours."""
+    return TAKEN
+'''
+
+
+@pytest.fixture
+def lab(tmp_path, nothing_left) -> Iterator:
+    lab = runner.create(registry.get("take-over"), runner.context(current(), state_dir=tmp_path / "state"))
+    try:
+        runner.start(lab)
+        yield lab
+    finally:
+        recorded = lab.record
+        runner.reset(lab)
+        nothing_left(lab, recorded)
+
+
+def failing(lab) -> list[str]:
+    return [c.name for c in runner.check(lab) if not c.passed]
+
+
+def test_the_fault_shows_in_the_victim_and_in_the_probe(lab):
+    assert failing(lab)[:2] == ["the user's namespace tenant-lab-to-victim and its ConfigMap precious are theirs",
+                                FOREIGN]
+
+
+def test_giving_the_namespace_back_by_hand_is_not_a_fix(lab):
+    lab.give_back()
+    assert failing(lab) == [FOREIGN]
+
+
+def test_stopping_the_operator_is_not_a_fix(lab):
+    lab.give_back()
+    lab.operator().stop()
+    assert FREE in failing(lab)  # (and the probe says the operator did not react: is it running?)
+
+
+def test_an_operator_that_skips_every_existing_object_is_not_a_fix(lab):
+    lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("ownership", TAKES_NOTHING)]))
+    lab.give_back()
+    assert failing(lab) == [FREE]  # check restarts the operator from the edited copy: updates never converge
