@@ -47,13 +47,14 @@ import sys
 import time
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import yaml
 
+from operatorlab.cluster import kubeconfig as kubeconfig_file
 from operatorlab.cluster import process
 
 CONTROL = "/_operatorlab"
@@ -317,15 +318,11 @@ def make_app(upstream: Upstream, rules: RuleSet):
     return app
 
 
-def proxy_kubeconfig(port: int) -> str:
-    """A kubeconfig pointing at the proxy: plain HTTP on loopback, no credentials."""
-    return yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "fault-proxy", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-        "users": [{"name": "via-fault-proxy", "user": {}}],
-        "contexts": [{"name": "fault-proxy", "context": {"cluster": "fault-proxy", "user": "via-fault-proxy"}}],
-        "current-context": "fault-proxy", "preferences": {},
-    }, sort_keys=False)
+def write_proxy_kubeconfig(path: Path, port: int) -> Path:
+    """Write a kubeconfig pointing at the proxy: plain HTTP on loopback, no credentials
+    (the proxy adds the admin's on its way to the real apiserver)."""
+    return kubeconfig_file.write(path, server=f"http://127.0.0.1:{port}", cluster="fault-proxy",
+                                 user="via-fault-proxy")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,8 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = RuleSet()
     rules.replace(json.loads(args.rules))
     if args.write_kubeconfig:
-        args.write_kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        args.write_kubeconfig.write_text(proxy_kubeconfig(args.port))
+        write_proxy_kubeconfig(args.write_kubeconfig, args.port)
     print(f"fault proxy on http://127.0.0.1:{args.port} -> {args.kubeconfig}", flush=True)
     web.run_app(make_app(Upstream.from_kubeconfig(args.kubeconfig), rules), host="127.0.0.1", port=args.port,
                 print=None, access_log=None)
