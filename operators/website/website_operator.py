@@ -440,14 +440,18 @@ def reconcile_website(
             "Deployment",
             deployment_manifest(name, namespace, site, owner),
             read=lambda: apps.read_namespaced_deployment(name=name, namespace=namespace),
-            apply=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body, **_SSA),
+            apply=lambda body: apps.patch_namespaced_deployment(
+                name=name, namespace=namespace, body=body, field_manager=OPERATOR, force=True, _content_type=APPLY_PATCH
+            ),
             patch=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body),
         ),
         _Child(
             "Service",
             service_manifest(name, namespace, site, owner),
             read=lambda: core.read_namespaced_service(name=name, namespace=namespace),
-            apply=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body, **_SSA),
+            apply=lambda body: core.patch_namespaced_service(
+                name=name, namespace=namespace, body=body, field_manager=OPERATOR, force=True, _content_type=APPLY_PATCH
+            ),
             patch=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body),
         ),
     ]
@@ -471,9 +475,9 @@ def reconcile_website(
     return {"deployment": name, "service": name, "phase": "Applied"}
 
 
-# Server-side apply: the content type makes a PATCH an apply; force takes over
-# fields another manager set (our spec wins over a manual edit).
-_SSA = {"field_manager": OPERATOR, "force": True, "_content_type": "application/apply-patch+yaml"}
+# Server-side apply: this content type makes a PATCH an apply; force=True takes
+# over fields another manager set (our spec wins over a manual edit).
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class _Child:
@@ -573,16 +577,18 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
 def retry_delay(e: ApiException, default: float = DEFAULT_RETRY_DELAY) -> float:
     """Seconds to wait before retrying: the server's Retry-After, else ``default``."""
     value = (e.headers or {}).get("Retry-After")
+    if value is None:
+        return default
     try:
         return max(1.0, float(value))
-    except (TypeError, ValueError):  # absent, or an HTTP date: not worth parsing
+    except (TypeError, ValueError):  # an HTTP date: not worth parsing
         return default
 
 
 def _server_message(e: ApiException) -> str:
     """The API server's own explanation (a Status object's message), if any."""
     try:
-        return str(json.loads(e.body)["message"])
+        return str(json.loads(e.body or "")["message"])
     except (TypeError, ValueError, KeyError):
         return e.reason or "no message"
 
@@ -596,7 +602,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
     if isinstance(obj, Mapping):
         return dict(obj)
-    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)
+    # The client leaves this method unannotated; it returns the JSON shape of obj.
+    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
     return result
 
 
