@@ -44,9 +44,10 @@ All the work is in one plain function, :func:`reconcile_tenant`. It is
 the Tenant asks for, and writes only the difference. It can therefore run any
 number of times, at any moment, and after a crash at any point (even SIGKILL
 between creating the namespace and the quota) it converges to the same state
-with no duplicates. It takes a name and a spec, not kopf's handler arguments,
-so the lab's hand-written controllers (a polling loop, an informer with a work
-queue) call this very function. The kopf handlers at the bottom are thin
+with no duplicates. It takes a name, a spec and the Tenant's uid (for the
+owner references), not kopf's handler arguments, so the lab's hand-written
+controllers (a polling loop, an informer with a work queue) call this very
+function. The kopf handlers at the bottom are thin
 wrappers: call it, record the result in status (a ``Ready`` condition with
 ``observedGeneration``), post Events.
 
