@@ -522,6 +522,9 @@ def write_counts(
     return True
 
 
+# --- Errors and API objects (the same code in every operator here) ----------
+
+
 def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryError | None:
     """Map an API error to what a retry can achieve; None: leave it as it is."""
     status = e.status or 0

@@ -216,7 +216,7 @@ def quota_manifest(tenant_name: str, cpu_quota: str | int, uid: str | None = Non
     return manifest
 
 
-# --- Ownership: claim before touching (the same code in every operator here) -
+# --- Ownership: claim before touching (the same code in tenant and website) --
 
 
 OURS, ADOPTABLE, TAKEN = "ours", "adoptable", "taken"

@@ -262,7 +262,73 @@ def service_manifest(name: str, namespace: str, site: Mapping[str, Any], owner: 
     return manifest
 
 
-# --- Ownership: claim before touching (the same code in every operator here) -
+def owning_website(deployment: Mapping[str, Any]) -> str | None:
+    """The name of the Website that controls a Deployment, or None."""
+    for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
+            return ref.get("name")
+    return None
+
+
+def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """The Website status fields that follow its Deployment.
+
+    ``replicas`` is what the Deployment asks for; ``rollout`` is Complete once
+    the Deployment controller has seen the latest spec and every Pod is of
+    the latest template and ready (no old Pods left), else Progressing.
+    """
+    meta = deployment.get("metadata") or {}
+    spec = deployment.get("spec") or {}
+    status = deployment.get("status") or {}
+    wanted = spec.get("replicas", 1)
+    ready = status.get("readyReplicas", 0)
+    updated = status.get("updatedReplicas", 0)
+    complete = (
+        status.get("observedGeneration", 0) >= meta.get("generation", 1)
+        and updated == wanted
+        and status.get("replicas", 0) == wanted
+        and ready == wanted
+    )
+    return {
+        "replicas": wanted,
+        "readyReplicas": ready,
+        "updatedReplicas": updated,
+        "rollout": "Complete" if complete else "Progressing",
+    }
+
+
+_SHOWN = {"Deployment": ("image", "port", "replicas"), "Service": ("port",)}
+
+
+def describe(kind: str, obj: Mapping[str, Any]) -> str:
+    """A child in words, e.g. ``image nginx:1.25, port 80, replicas 2``."""
+    return ", ".join(f"{what} {_pick(kind, what, obj)}" for what in _SHOWN[kind])
+
+
+def describe_change(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What a write changed, in words, e.g. ``image nginx:1.25 -> nginx:1.26``."""
+    changes = [
+        f"{what} {old} -> {new}"
+        for what, old, new in ((what, _pick(kind, what, before), _pick(kind, what, after)) for what in _SHOWN[kind])
+        if old != new
+    ]
+    return ", ".join(changes) or "labels, owner reference or other fields restored"
+
+
+def _pick(kind: str, what: str, obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec") or {}
+    if kind == "Service":
+        return (spec.get("ports") or [{}])[0].get("port")  # the only thing shown
+    if what == "replicas":
+        return spec.get("replicas")
+    containers = (((spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
+    if what == "image":
+        return containers[0].get("image")
+    ports = containers[0].get("ports") or [{}]
+    return ports[0].get("containerPort")
+
+
+# --- Ownership: claim before touching (the same code in tenant and website) --
 
 
 OURS, ADOPTABLE, TAKEN = "ours", "adoptable", "taken"
@@ -333,72 +399,6 @@ def adoption_patch(meta: Mapping[str, Any], owner: kopf.Body) -> dict[str, Any]:
     }
     kopf.append_owner_reference(patch, owner=owner)
     return patch
-
-
-def owning_website(deployment: Mapping[str, Any]) -> str | None:
-    """The name of the Website that controls a Deployment, or None."""
-    for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
-            return ref.get("name")
-    return None
-
-
-def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    """The Website status fields that follow its Deployment.
-
-    ``replicas`` is what the Deployment asks for; ``rollout`` is Complete once
-    the Deployment controller has seen the latest spec and every Pod is of
-    the latest template and ready (no old Pods left), else Progressing.
-    """
-    meta = deployment.get("metadata") or {}
-    spec = deployment.get("spec") or {}
-    status = deployment.get("status") or {}
-    wanted = spec.get("replicas", 1)
-    ready = status.get("readyReplicas", 0)
-    updated = status.get("updatedReplicas", 0)
-    complete = (
-        status.get("observedGeneration", 0) >= meta.get("generation", 1)
-        and updated == wanted
-        and status.get("replicas", 0) == wanted
-        and ready == wanted
-    )
-    return {
-        "replicas": wanted,
-        "readyReplicas": ready,
-        "updatedReplicas": updated,
-        "rollout": "Complete" if complete else "Progressing",
-    }
-
-
-_SHOWN = {"Deployment": ("image", "port", "replicas"), "Service": ("port",)}
-
-
-def describe(kind: str, obj: Mapping[str, Any]) -> str:
-    """A child in words, e.g. ``image nginx:1.25, port 80, replicas 2``."""
-    return ", ".join(f"{what} {_pick(kind, what, obj)}" for what in _SHOWN[kind])
-
-
-def describe_change(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """What a write changed, in words, e.g. ``image nginx:1.25 -> nginx:1.26``."""
-    changes = [
-        f"{what} {old} -> {new}"
-        for what, old, new in ((what, _pick(kind, what, before), _pick(kind, what, after)) for what in _SHOWN[kind])
-        if old != new
-    ]
-    return ", ".join(changes) or "labels, owner reference or other fields restored"
-
-
-def _pick(kind: str, what: str, obj: Mapping[str, Any]) -> Any:
-    spec = obj.get("spec") or {}
-    if kind == "Service":
-        return (spec.get("ports") or [{}])[0].get("port")  # the only thing shown
-    if what == "replicas":
-        return spec.get("replicas")
-    containers = (((spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
-    if what == "image":
-        return containers[0].get("image")
-    ports = containers[0].get("ports") or [{}]
-    return ports[0].get("containerPort")
 
 
 # --- Reconcile: observed state -> desired state -----------------------------
