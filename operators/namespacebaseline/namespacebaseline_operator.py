@@ -522,6 +522,9 @@ def write_counts(
     return True
 
 
+# --- Errors and API objects (the same code in every operator here) ----------
+
+
 def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryError | None:
     """Map an API error to what a retry can achieve; None: leave it as it is."""
     status = e.status or 0
@@ -557,16 +560,18 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
 def retry_delay(e: ApiException, default: float = DEFAULT_RETRY_DELAY) -> float:
     """Seconds to wait before retrying: the server's Retry-After, else ``default``."""
     value = (e.headers or {}).get("Retry-After")
+    if value is None:
+        return default
     try:
         return max(1.0, float(value))
-    except (TypeError, ValueError):  # absent, or an HTTP date: not worth parsing
+    except (TypeError, ValueError):  # an HTTP date: not worth parsing
         return default
 
 
 def _server_message(e: ApiException) -> str:
     """The API server's own explanation (a Status object's message), if any."""
     try:
-        return str(json.loads(e.body)["message"])
+        return str(json.loads(e.body or "")["message"])
     except (TypeError, ValueError, KeyError):
         return e.reason or "no message"
 
@@ -580,7 +585,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
     if isinstance(obj, Mapping):
         return dict(obj)
-    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)
+    # The client leaves this method unannotated; it returns the JSON shape of obj.
+    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
     return result
 
 

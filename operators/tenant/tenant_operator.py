@@ -44,9 +44,10 @@ All the work is in one plain function, :func:`reconcile_tenant`. It is
 the Tenant asks for, and writes only the difference. It can therefore run any
 number of times, at any moment, and after a crash at any point (even SIGKILL
 between creating the namespace and the quota) it converges to the same state
-with no duplicates. It takes a name and a spec, not kopf's handler arguments,
-so the lab's hand-written controllers (a polling loop, an informer with a work
-queue) call this very function. The kopf handlers at the bottom are thin
+with no duplicates. It takes a name, a spec and the Tenant's uid (for the
+owner references), not kopf's handler arguments, so the lab's hand-written
+controllers (a polling loop, an informer with a work queue) call this very
+function. The kopf handlers at the bottom are thin
 wrappers: call it, record the result in status (a ``Ready`` condition with
 ``observedGeneration``), post Events.
 
@@ -199,7 +200,7 @@ def quota_manifest(tenant_name: str, cpu_quota: str | int, uid: str | None = Non
     return manifest
 
 
-# --- Ownership: claim before touching (the same code in every operator here) -
+# --- Ownership: claim before touching (the same code in tenant and website) --
 
 
 OURS, ADOPTABLE, TAKEN = "ours", "adoptable", "taken"
@@ -517,16 +518,18 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
 def retry_delay(e: ApiException, default: float = DEFAULT_RETRY_DELAY) -> float:
     """Seconds to wait before retrying: the server's Retry-After, else ``default``."""
     value = (e.headers or {}).get("Retry-After")
+    if value is None:
+        return default
     try:
         return max(1.0, float(value))
-    except (TypeError, ValueError):  # absent, or an HTTP date: not worth parsing
+    except (TypeError, ValueError):  # an HTTP date: not worth parsing
         return default
 
 
 def _server_message(e: ApiException) -> str:
     """The API server's own explanation (a Status object's message), if any."""
     try:
-        return str(json.loads(e.body)["message"])
+        return str(json.loads(e.body or "")["message"])
     except (TypeError, ValueError, KeyError):
         return e.reason or "no message"
 
@@ -540,7 +543,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
     if isinstance(obj, Mapping):
         return dict(obj)
-    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)
+    # The client leaves this method unannotated; it returns the JSON shape of obj.
+    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
     return result
 
 

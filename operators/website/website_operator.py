@@ -262,7 +262,73 @@ def service_manifest(name: str, namespace: str, site: Mapping[str, Any], owner: 
     return manifest
 
 
-# --- Ownership: claim before touching (the same code in every operator here) -
+def owning_website(deployment: Mapping[str, Any]) -> str | None:
+    """The name of the Website that controls a Deployment, or None."""
+    for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
+            return ref.get("name")
+    return None
+
+
+def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """The Website status fields that follow its Deployment.
+
+    ``replicas`` is what the Deployment asks for; ``rollout`` is Complete once
+    the Deployment controller has seen the latest spec and every Pod is of
+    the latest template and ready (no old Pods left), else Progressing.
+    """
+    meta = deployment.get("metadata") or {}
+    spec = deployment.get("spec") or {}
+    status = deployment.get("status") or {}
+    wanted = spec.get("replicas", 1)
+    ready = status.get("readyReplicas", 0)
+    updated = status.get("updatedReplicas", 0)
+    complete = (
+        status.get("observedGeneration", 0) >= meta.get("generation", 1)
+        and updated == wanted
+        and status.get("replicas", 0) == wanted
+        and ready == wanted
+    )
+    return {
+        "replicas": wanted,
+        "readyReplicas": ready,
+        "updatedReplicas": updated,
+        "rollout": "Complete" if complete else "Progressing",
+    }
+
+
+_SHOWN = {"Deployment": ("image", "port", "replicas"), "Service": ("port",)}
+
+
+def describe(kind: str, obj: Mapping[str, Any]) -> str:
+    """A child in words, e.g. ``image nginx:1.25, port 80, replicas 2``."""
+    return ", ".join(f"{what} {_pick(kind, what, obj)}" for what in _SHOWN[kind])
+
+
+def describe_change(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What a write changed, in words, e.g. ``image nginx:1.25 -> nginx:1.26``."""
+    changes = [
+        f"{what} {old} -> {new}"
+        for what, old, new in ((what, _pick(kind, what, before), _pick(kind, what, after)) for what in _SHOWN[kind])
+        if old != new
+    ]
+    return ", ".join(changes) or "labels, owner reference or other fields restored"
+
+
+def _pick(kind: str, what: str, obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec") or {}
+    if kind == "Service":
+        return (spec.get("ports") or [{}])[0].get("port")  # the only thing shown
+    if what == "replicas":
+        return spec.get("replicas")
+    containers = (((spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
+    if what == "image":
+        return containers[0].get("image")
+    ports = containers[0].get("ports") or [{}]
+    return ports[0].get("containerPort")
+
+
+# --- Ownership: claim before touching (the same code in tenant and website) --
 
 
 OURS, ADOPTABLE, TAKEN = "ours", "adoptable", "taken"
@@ -335,72 +401,6 @@ def adoption_patch(meta: Mapping[str, Any], owner: kopf.Body) -> dict[str, Any]:
     return patch
 
 
-def owning_website(deployment: Mapping[str, Any]) -> str | None:
-    """The name of the Website that controls a Deployment, or None."""
-    for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
-            return ref.get("name")
-    return None
-
-
-def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    """The Website status fields that follow its Deployment.
-
-    ``replicas`` is what the Deployment asks for; ``rollout`` is Complete once
-    the Deployment controller has seen the latest spec and every Pod is of
-    the latest template and ready (no old Pods left), else Progressing.
-    """
-    meta = deployment.get("metadata") or {}
-    spec = deployment.get("spec") or {}
-    status = deployment.get("status") or {}
-    wanted = spec.get("replicas", 1)
-    ready = status.get("readyReplicas", 0)
-    updated = status.get("updatedReplicas", 0)
-    complete = (
-        status.get("observedGeneration", 0) >= meta.get("generation", 1)
-        and updated == wanted
-        and status.get("replicas", 0) == wanted
-        and ready == wanted
-    )
-    return {
-        "replicas": wanted,
-        "readyReplicas": ready,
-        "updatedReplicas": updated,
-        "rollout": "Complete" if complete else "Progressing",
-    }
-
-
-_SHOWN = {"Deployment": ("image", "port", "replicas"), "Service": ("port",)}
-
-
-def describe(kind: str, obj: Mapping[str, Any]) -> str:
-    """A child in words, e.g. ``image nginx:1.25, port 80, replicas 2``."""
-    return ", ".join(f"{what} {_pick(kind, what, obj)}" for what in _SHOWN[kind])
-
-
-def describe_change(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """What a write changed, in words, e.g. ``image nginx:1.25 -> nginx:1.26``."""
-    changes = [
-        f"{what} {old} -> {new}"
-        for what, old, new in ((what, _pick(kind, what, before), _pick(kind, what, after)) for what in _SHOWN[kind])
-        if old != new
-    ]
-    return ", ".join(changes) or "labels, owner reference or other fields restored"
-
-
-def _pick(kind: str, what: str, obj: Mapping[str, Any]) -> Any:
-    spec = obj.get("spec") or {}
-    if kind == "Service":
-        return (spec.get("ports") or [{}])[0].get("port")  # the only thing shown
-    if what == "replicas":
-        return spec.get("replicas")
-    containers = (((spec.get("template") or {}).get("spec") or {}).get("containers")) or [{}]
-    if what == "image":
-        return containers[0].get("image")
-    ports = containers[0].get("ports") or [{}]
-    return ports[0].get("containerPort")
-
-
 # --- Reconcile: observed state -> desired state -----------------------------
 
 
@@ -440,14 +440,18 @@ def reconcile_website(
             "Deployment",
             deployment_manifest(name, namespace, site, owner),
             read=lambda: apps.read_namespaced_deployment(name=name, namespace=namespace),
-            apply=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body, **_SSA),
+            apply=lambda body: apps.patch_namespaced_deployment(
+                name=name, namespace=namespace, body=body, field_manager=OPERATOR, force=True, _content_type=APPLY_PATCH
+            ),
             patch=lambda body: apps.patch_namespaced_deployment(name=name, namespace=namespace, body=body),
         ),
         _Child(
             "Service",
             service_manifest(name, namespace, site, owner),
             read=lambda: core.read_namespaced_service(name=name, namespace=namespace),
-            apply=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body, **_SSA),
+            apply=lambda body: core.patch_namespaced_service(
+                name=name, namespace=namespace, body=body, field_manager=OPERATOR, force=True, _content_type=APPLY_PATCH
+            ),
             patch=lambda body: core.patch_namespaced_service(name=name, namespace=namespace, body=body),
         ),
     ]
@@ -471,9 +475,9 @@ def reconcile_website(
     return {"deployment": name, "service": name, "phase": "Applied"}
 
 
-# Server-side apply: the content type makes a PATCH an apply; force takes over
-# fields another manager set (our spec wins over a manual edit).
-_SSA = {"field_manager": OPERATOR, "force": True, "_content_type": "application/apply-patch+yaml"}
+# Server-side apply: this content type makes a PATCH an apply; force=True takes
+# over fields another manager set (our spec wins over a manual edit).
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class _Child:
@@ -573,16 +577,18 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
 def retry_delay(e: ApiException, default: float = DEFAULT_RETRY_DELAY) -> float:
     """Seconds to wait before retrying: the server's Retry-After, else ``default``."""
     value = (e.headers or {}).get("Retry-After")
+    if value is None:
+        return default
     try:
         return max(1.0, float(value))
-    except (TypeError, ValueError):  # absent, or an HTTP date: not worth parsing
+    except (TypeError, ValueError):  # an HTTP date: not worth parsing
         return default
 
 
 def _server_message(e: ApiException) -> str:
     """The API server's own explanation (a Status object's message), if any."""
     try:
-        return str(json.loads(e.body)["message"])
+        return str(json.loads(e.body or "")["message"])
     except (TypeError, ValueError, KeyError):
         return e.reason or "no message"
 
@@ -596,7 +602,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     """An API object as the API's own JSON shape (camelCase keys, no nulls)."""
     if isinstance(obj, Mapping):
         return dict(obj)
-    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)
+    # The client leaves this method unannotated; it returns the JSON shape of obj.
+    result: dict[str, Any] = _serializer().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
     return result
 
 

@@ -368,3 +368,26 @@ def test_informer_drops_a_permanent_error_and_records_it(api_client, tenant_set)
         assert controller.queue.num_requeues(bad) == 0  # dropped, not retried
         assert controller.stats().retries == 0
     assert not tenant_set.converged(bad, "1")
+
+
+# -- ownership: the hand-written controllers follow the operator's rule ----------------------
+
+
+def test_the_reconciler_never_takes_over_or_deletes_a_namespace_it_did_not_create(api_client, core, tenant_set) -> None:
+    """TenantReconciler drives reconcile_tenant, so a foreign namespace of the Tenant's name is
+    left untouched (NameTaken), and a cleanup, by uid or by name, does not delete it."""
+    name = tenant_set.name("foreign")
+    namespace = namespace_of(name)
+    core.create_namespace({"metadata": {"name": namespace, "labels": {"hedronite.io/tenant": name}}})
+    try:
+        before = core.read_namespace(namespace).metadata.resource_version
+        tenant = tenant_set.create(name, "1")
+        reconciler = TenantReconciler(api_client)
+        with pytest.raises(kopf.TemporaryError, match=f"Namespace {namespace} exists and was not created"):
+            reconciler.sync(name, tenant)
+        assert reconciler.cleanup(name, tenant["metadata"]["uid"]) is False
+        assert reconciler.cleanup(name) is False  # the Tenant gone, its uid unknown: an owner reference by name
+        assert core.read_namespace(namespace).metadata.resource_version == before
+        assert not core.list_namespaced_resource_quota(namespace).items
+    finally:
+        core.delete_namespace(namespace)
