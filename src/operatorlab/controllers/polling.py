@@ -149,8 +149,8 @@ class PollingController:
             try:
                 if self.reconciler.namespace_name(owner) != meta.name:
                     continue  # labelled by someone else, not a Tenant's namespace
-                self.reconciler.cleanup(owner)
-                deleted += 1
+                if self.reconciler.cleanup(owner):  # False: not that Tenant's (no owner reference)
+                    deleted += 1
             except Exception as e:  # noqa: BLE001 - counted, retried next tick
                 failed += 1
                 log.warning("polling: sweeping namespace %s: %s", meta.name, e)
