@@ -56,8 +56,8 @@ def bench_tenant_latency(cluster, count: int) -> list[float]:
     """Seconds from each Tenant's create call to its namespace's ADDED watch event."""
     from kubernetes import client, config, watch
 
-    from operatorlab.cluster import manifests
     from operatorlab import paths
+    from operatorlab.cluster import manifests
     from operatorlab.operators import OperatorProcess, operator_path
     from operatorlab.tenants import Tenants
 

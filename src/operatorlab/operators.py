@@ -25,7 +25,6 @@ from types import ModuleType
 from operatorlab import paths
 from operatorlab.cluster import process
 
-
 # Operators started by this interpreter: stopped when it exits (a notebook kernel
 # shutting down, a test session ending), so none is left reconciling behind our back.
 _running: weakref.WeakSet[OperatorProcess] = weakref.WeakSet()

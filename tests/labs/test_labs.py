@@ -9,7 +9,6 @@ control-plane components run on a private cluster, never on the session's shared
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 

@@ -163,7 +163,7 @@ def test_renew_reissues_with_the_same_keys_and_sans(old):
 
 
 def test_expired_certificates_are_outdated(old):
-    past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+    past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)
     issue_old_style(old, not_after=past)
     assert all(problem.startswith("expired") for problem in pki.outdated(old).values())
 

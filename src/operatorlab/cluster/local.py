@@ -28,7 +28,6 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
 from typing import Any, Literal
 
 import yaml

@@ -256,7 +256,7 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
 
 
 def _builder(subject: x509.Name, issuer: x509.Name, public_key, *, validity: datetime.timedelta) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -298,7 +298,7 @@ def _leaf_problems(path: Path, ca: x509.Certificate) -> list[str]:
 
 def _basic_problems(cert: x509.Certificate, *, is_ca: bool) -> list[str]:
     """What a CA and a leaf must both get right: validity, BasicConstraints, KeyUsage, Subject Key Identifier."""
-    problems = ["expired"] if cert.not_valid_after_utc <= datetime.datetime.now(datetime.timezone.utc) else []
+    problems = ["expired"] if cert.not_valid_after_utc <= datetime.datetime.now(datetime.UTC) else []
     constraints = _extension(cert, x509.BasicConstraints)
     if not (constraints and constraints.critical and constraints.value.ca == is_ca):
         problems.append(f"no critical BasicConstraints CA:{'TRUE' if is_ca else 'FALSE'}")

@@ -47,9 +47,9 @@ import sys
 import time
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import yaml
