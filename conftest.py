@@ -45,7 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from operatorlab.cluster import LocalCluster, get_cluster, manifests
 
     provider = os.environ.get("OPERATORLAB_CLUSTER", "local")
-    cluster = get_cluster() if provider == "existing" else LocalCluster(os.environ.get("OPERATORLAB_TEST_CLUSTER", "test"))
+    cluster = (get_cluster() if provider == "existing"
+               else LocalCluster(os.environ.get("OPERATORLAB_TEST_CLUSTER", "test")))
     was_up = cluster.is_up()
     if provider != "existing" and not was_up:
         cluster.down(purge=True, log=lambda _: None)  # no leftovers from an earlier session

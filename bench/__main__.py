@@ -143,7 +143,8 @@ def main() -> None:
         cluster.down(purge=True, log=lambda _: None)
     plot(latencies, RESULTS / "tenant-latency.png")
     rows = [
-        ("cluster up, cold (fresh PKI + etcd), median", f"{statistics.median(cold):.1f} s", f"n={len(cold)}, all: " + ", ".join(f"{x:.1f}" for x in cold)),
+        ("cluster up, cold (fresh PKI + etcd), median", f"{statistics.median(cold):.1f} s",
+         f"n={len(cold)}, all: " + ", ".join(f"{x:.1f}" for x in cold)),
         ("cluster up, already running (reuse)", f"{reuse:.2f} s", ""),
         *[(f"RSS {name}", f"{mib:.0f} MiB", "idle, 10 s after start") for name, mib in memory.items()],
         ("RSS control plane total", f"{sum(memory.values()):.0f} MiB", ""),

@@ -29,6 +29,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from operatorlab.controllers.informer import InformerController
+    from operatorlab.controllers.metrics import RequestCounts
+    from operatorlab.tenants import Tenants
 
 SIZES = (10, 100, 1000)
 IDLE_SECONDS = 5.0
@@ -60,7 +66,7 @@ class Row:
     resync_seconds: float
 
 
-def _detail(counts) -> str:
+def _detail(counts: RequestCounts) -> str:
     """``1 list tenants, 100 get namespaces, ...`` from a RequestCounts."""
     return ", ".join(f"{n:.0f} {verb} {resource}" for (verb, resource), n in sorted(counts.by_verb_resource.items()))
 
@@ -75,12 +81,9 @@ def run(api_client, sizes: Sequence[int] = SIZES, *, cleanup: bool = True, log: 
     Raises:
         AssertionError: a controller did not converge in time.
     """
-    from kubernetes.utils import parse_quantity
-
     from operatorlab.controllers.informer import InformerController
     from operatorlab.controllers.polling import PollingController
     from operatorlab.tenants import Tenants
-    from operatorlab.wait import eventually
 
     tenants = Tenants(api_client)
     poller = PollingController(api_client, interval=3600.0)  # ticked by hand
@@ -102,62 +105,26 @@ def run(api_client, sizes: Sequence[int] = SIZES, *, cleanup: bool = True, log: 
             log(f"[bench] controllers: polling converged {size} Tenants in {converge.seconds:.1f} s "
                 f"({converge.requests.total:.0f} requests)")
             tick = poller.tick()
-            log(f"[bench] controllers: polling steady tick at {size}: {tick.requests.total:.0f} requests, {tick.seconds:.2f} s")
+            log(f"[bench] controllers: polling steady tick at {size}: "
+                f"{tick.requests.total:.0f} requests, {tick.seconds:.2f} s")
 
             informer = InformerController(api_client, workers=2, resync_period=None)
-
-            def reconciles() -> int:
-                return informer.stats().reconciles
-
-            def idle() -> None:
-                eventually(lambda: (m := informer.queue_metrics()).depth == 0 and m.processing == 0,
-                           timeout=600, message="informer queue idle")
-
-            def phase(action: Callable[[], None]):
-                before, t0 = informer.api.counts(), time.monotonic()
-                action()
-                return informer.api.counts() - before, time.monotonic() - t0
-
-            def start() -> None:
-                informer.start()
-                eventually(lambda: informer.reflector.watches >= 1, timeout=60, message="informer WATCH open")
-                eventually(lambda: reconciles() >= size, timeout=600, message="first reconcile of every Tenant")
-                idle()
-
-            cpu = str(size)  # a new value at every size
-
-            def change() -> None:
-                before = reconciles()
-                tenants.patch_spec(f"{PREFIX}0", cpuQuota=cpu)
-                # as quantities: the API server stores 1000 as "1k"
-                eventually(lambda: parse_quantity(tenants.quota(f"{PREFIX}0")["limits.cpu"]) == parse_quantity(cpu),
-                           timeout=60, message="change reconciled")
-                eventually(lambda: reconciles() > before, timeout=60, message="change counted")
-                idle()
-
-            def resync() -> None:
-                before = reconciles()
-                informer.informer.resync()
-                eventually(lambda: reconciles() >= before + size, timeout=600, message="resync reconciled")
-                idle()
-
             try:
-                start_counts, start_seconds = phase(start)
-                idle_counts, _ = phase(lambda: time.sleep(IDLE_SECONDS))
-                change_counts, _ = phase(change)
-                resync_counts, resync_seconds = phase(resync)
+                phases = _informer_phases(informer, tenants, size)
             finally:
                 informer.stop()
-            log(f"[bench] controllers: informer at {size}: start {start_counts.total:.0f}, idle {idle_counts.total:.0f}, "
-                f"change {change_counts.total:.0f}, resync {resync_counts.total:.0f} requests")
+            log(f"[bench] controllers: informer at {size}: start {phases.start.total:.0f}, "
+                f"idle {phases.idle.total:.0f}, change {phases.change.total:.0f}, "
+                f"resync {phases.resync.total:.0f} requests")
             rows.append(Row(
                 tenants=size, create_seconds=create_seconds,
                 converge_requests=int(converge.requests.total), converge_seconds=converge.seconds,
                 tick_requests=int(tick.requests.total), tick_detail=_detail(tick.requests), tick_seconds=tick.seconds,
-                start_requests=int(start_counts.total), start_detail=_detail(start_counts), start_seconds=start_seconds,
-                idle_requests=int(idle_counts.total),
-                change_requests=int(change_counts.total), change_detail=_detail(change_counts),
-                resync_requests=int(resync_counts.total), resync_seconds=resync_seconds,
+                start_requests=int(phases.start.total), start_detail=_detail(phases.start),
+                start_seconds=phases.start_seconds,
+                idle_requests=int(phases.idle.total),
+                change_requests=int(phases.change.total), change_detail=_detail(phases.change),
+                resync_requests=int(phases.resync.total), resync_seconds=phases.resync_seconds,
             ))
     finally:
         poller.stop()
@@ -166,6 +133,74 @@ def run(api_client, sizes: Sequence[int] = SIZES, *, cleanup: bool = True, log: 
             tenants.remove([f"{PREFIX}{i}" for i in range(made)], force=True, timeout=1200)
             log(f"[bench] controllers: {made} Tenants and namespaces removed ({time.monotonic() - started:.0f} s)")
     return rows
+
+
+@dataclass(frozen=True)
+class _InformerPhases:
+    """The requests of each informer phase at one size, and the wall time of the long ones."""
+
+    start: RequestCounts
+    start_seconds: float
+    idle: RequestCounts
+    change: RequestCounts
+    resync: RequestCounts
+    resync_seconds: float
+
+
+def _informer_phases(informer: InformerController, tenants: Tenants, size: int) -> _InformerPhases:
+    """Start ``informer`` on ``size`` converged Tenants, then idle, change one, resync all.
+
+    A function of its own so that each closure below sees this size's informer and
+    Tenant count, never a later loop iteration's. The caller stops the informer.
+
+    Raises:
+        AssertionError: a phase did not finish in time.
+    """
+    from kubernetes.utils import parse_quantity
+
+    from operatorlab.wait import eventually
+
+    def reconciles() -> int:
+        return informer.stats().reconciles
+
+    def idle() -> None:
+        eventually(lambda: (m := informer.queue_metrics()).depth == 0 and m.processing == 0,
+                   timeout=600, message="informer queue idle")
+
+    def phase(action: Callable[[], None]) -> tuple[RequestCounts, float]:
+        before, t0 = informer.api.counts(), time.monotonic()
+        action()
+        return informer.api.counts() - before, time.monotonic() - t0
+
+    def start() -> None:
+        informer.start()
+        eventually(lambda: informer.reflector.watches >= 1, timeout=60, message="informer WATCH open")
+        eventually(lambda: reconciles() >= size, timeout=600, message="first reconcile of every Tenant")
+        idle()
+
+    cpu = str(size)  # a new value at every size
+
+    def change() -> None:
+        before = reconciles()
+        tenants.patch_spec(f"{PREFIX}0", cpuQuota=cpu)
+        # as quantities: the API server stores 1000 as "1k"
+        eventually(lambda: parse_quantity(tenants.quota(f"{PREFIX}0")["limits.cpu"]) == parse_quantity(cpu),
+                   timeout=60, message="change reconciled")
+        eventually(lambda: reconciles() > before, timeout=60, message="change counted")
+        idle()
+
+    def resync() -> None:
+        before = reconciles()
+        informer.informer.resync()
+        eventually(lambda: reconciles() >= before + size, timeout=600, message="resync reconciled")
+        idle()
+
+    start_counts, start_seconds = phase(start)
+    idle_counts, _ = phase(lambda: time.sleep(IDLE_SECONDS))
+    change_counts, _ = phase(change)
+    resync_counts, resync_seconds = phase(resync)
+    return _InformerPhases(start=start_counts, start_seconds=start_seconds, idle=idle_counts,
+                           change=change_counts, resync=resync_counts, resync_seconds=resync_seconds)
 
 
 def markdown(rows: Sequence[Row]) -> str:
@@ -178,15 +213,19 @@ def markdown(rows: Sequence[Row]) -> str:
     ]
     for r in rows:
         table.append(
-            f"| {r.tenants:,} | {r.tick_requests:,} | {r.tick_seconds:.2f} | {r.start_requests:,} ({r.start_seconds:.1f} s) "
-            f"| {r.idle_requests:,} | {r.change_requests:,} | {r.resync_requests:,} ({r.resync_seconds:.1f} s) |")
+            f"| {r.tenants:,} | {r.tick_requests:,} | {r.tick_seconds:.2f} "
+            f"| {r.start_requests:,} ({r.start_seconds:.1f} s) "
+            f"| {r.idle_requests:,} | {r.change_requests:,} "
+            f"| {r.resync_requests:,} ({r.resync_seconds:.1f} s) |")
     details = [
-        "| Tenants | created in | polling: converging tick | polling: steady tick | informer: start | informer: one change |",
+        "| Tenants | created in | polling: converging tick | polling: steady tick "
+        "| informer: start | informer: one change |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
         details.append(
-            f"| {r.tenants:,} | {r.create_seconds:.1f} s | {r.converge_requests:,} requests, {r.converge_seconds:.1f} s "
+            f"| {r.tenants:,} | {r.create_seconds:.1f} s "
+            f"| {r.converge_requests:,} requests, {r.converge_seconds:.1f} s "
             f"| {r.tick_detail} | {r.start_detail} | {r.change_detail} |")
     return "\n".join([
         HEADING, "",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import TenantLab
 
@@ -37,7 +39,7 @@ class ApiPressure(TenantLab):
         names = [OK] + ([NEW] if self.made_tenant(NEW) else [])
         results = [checks.tenant_reconciled(self.api, n) for n in names]
         hits = sorted(self.proxy().stats()["hits"].get(RULE["name"], []))
-        gaps = [b - a for a, b in zip(hits, hits[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(hits)]
         hot = [g for g in gaps if g < RETRY_AFTER * 0.8]
         results.append(Check(
             "the operator backs off under 429 (no hot loop)", not hot,

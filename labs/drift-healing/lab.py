@@ -59,8 +59,8 @@ class DriftHealing(Lab):
         have = self._policies()
         missing = sorted(set(POLICIES) - have)
         results = [Check(f"namespace {NAMESPACE} holds its baseline policies", not missing,
-                         f"missing NetworkPolicy {', '.join(missing)} in {NAMESPACE} (kubectl get netpol -n {NAMESPACE}); "
-                         f"present: {sorted(have)}" if missing else "all present")]
+                         f"missing NetworkPolicy {', '.join(missing)} in {NAMESPACE} "
+                         f"(kubectl get netpol -n {NAMESPACE}); present: {sorted(have)}" if missing else "all present")]
         seconds = self._resync_seconds()
         results.append(Check(f"the operator resyncs at least every {RESYNC_LIMIT:g} s", seconds is not None
                              and seconds <= RESYNC_LIMIT,

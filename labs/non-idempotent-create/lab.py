@@ -27,8 +27,8 @@ class NonIdempotentCreate(VariantLab):
         "the operator's log say about each attempt?",
         "409 AlreadyExists: the reconcile tries to create something that exists since its first run. A reconcile "
         "must be safe to run any number of times (idempotent).",
-        "In labs/non-idempotent-create/tenant_operator.py, make _get_or_create read first (create only on 404) and treat a "
-        "409 on create as 'it exists: read it'. kopf waits out the 60 s backoff it recorded (annotation "
+        "In labs/non-idempotent-create/tenant_operator.py, make _get_or_create read first (create only on 404) "
+        "and treat a 409 on create as 'it exists: read it'. kopf waits out the 60 s backoff it recorded (annotation "
         "kopf.zalando.org/reconcile): wait a minute, or remove that annotation and status.kopf.progress.",
     )
 
@@ -51,5 +51,6 @@ class NonIdempotentCreate(VariantLab):
         # the fixed operator would honour it. Forget the failed attempts: the fix makes them moot.
         self.custom.patch_cluster_custom_object(*checks.TENANTS, TENANT,
                                                 {"metadata": {"annotations": {"kopf.zalando.org/reconcile": None}}})
-        self.custom.patch_cluster_custom_object_status(*checks.TENANTS, TENANT, {"status": {"kopf": {"progress": None}}})
+        self.custom.patch_cluster_custom_object_status(*checks.TENANTS, TENANT,
+                                                       {"status": {"kopf": {"progress": None}}})
         self.start_variant()

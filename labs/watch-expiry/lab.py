@@ -46,7 +46,8 @@ class WatchExpiry(TenantLab):
         recent = [t for t in hits if t > time.time() - QUIET]
         results.append(Check(f"the Tenant watch stays open (no 410 in the last {QUIET:g} s)", not recent,
                              f"{len(hits)} Tenant watches answered 410 Gone so far, {len(recent)} in the last "
-                             f"{QUIET:g} s: each one costs a full LIST" if recent else f"{len(hits)} 410s in all, none lately"))
+                             f"{QUIET:g} s: each one costs a full LIST" if recent
+                             else f"{len(hits)} 410s in all, none lately"))
         return results
 
     def solve(self) -> None:

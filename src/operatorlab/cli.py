@@ -52,7 +52,8 @@ def cluster_status(args: argparse.Namespace) -> int:
     cluster = get_cluster(args.name)
     rows = cluster.status()
     if not rows:
-        print(f"{cluster.provider} cluster via {cluster.kubeconfig}: " + ("reachable" if cluster.is_up() else "unreachable"))
+        print(f"{cluster.provider} cluster via {cluster.kubeconfig}: "
+              + ("reachable" if cluster.is_up() else "unreachable"))
         return 0 if cluster.is_up() else 1
     if not cluster.kubeconfig.is_file():
         print(f"no cluster {cluster.name!r} yet (nothing in {cluster.kubeconfig.parent}); "

@@ -69,21 +69,26 @@ def write_counts(api: CountingApiClient, names: list[str]) -> list[tuple[str, st
     )
 
 
-def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and_writes(api_client, tenant_set) -> None:
-    groups = {v: [tenant_set.name(f"{v.replace('_', '')}-{i}") for i in range(PER_VARIANT)] for v in [*VARIANTS, "edge"]}
+def test_replayed_events_duplicated_reordered_or_dropped_give_the_same_state_and_writes(
+    api_client, tenant_set,
+) -> None:
+    groups = {v: [tenant_set.name(f"{v.replace('_', '')}-{i}") for i in range(PER_VARIANT)]
+              for v in [*VARIANTS, "edge"]}
     everyone = [n for names in groups.values() for n in names]
     recorded: list[WatchEvent] = []
 
     # workers=0 and no resync: nothing reconciles unless the test says so.
     controller = InformerController(api_client, workers=0, resync_period=None)
-    controller.on_event(lambda e: recorded.append(e) if e.name in everyone and e.type in ("ADDED", "MODIFIED") else None)
+    controller.on_event(
+        lambda e: recorded.append(e) if e.name in everyone and e.type in ("ADDED", "MODIFIED") else None)
     with controller:
         for name in everyone:
             tenant_set.create(name, HISTORY[0])
         for cpu in HISTORY[1:]:
             for name in everyone:
                 tenant_set.set_cpu(name, cpu)
-        eventually(lambda: all((controller.informer.get(n) or {}).get("spec", {}).get("cpuQuota") == HISTORY[-1] for n in everyone),
+        eventually(lambda: all((controller.informer.get(n) or {}).get("spec", {}).get("cpuQuota") == HISTORY[-1]
+                               for n in everyone),
                    message="the cache holds every Tenant's newest state")
         assert all(not tenant_set.converged(n, HISTORY[-1]) for n in everyone)  # nothing reconciled yet
         assert len(recorded) == len(everyone) * len(HISTORY)  # an ADDED and two MODIFIED each

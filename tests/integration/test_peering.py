@@ -55,10 +55,10 @@ def _ready(custom, namespace: str, name: str) -> bool:
 
 
 def test_two_replicas_handle_each_website_once_and_fail_over(peering, custom, api_client, namespace, tmp_path):
-    active = OperatorProcess(operator_path("website"), namespaces=[namespace], peering=peering, extra_args=["--priority=100"],
-                             log_path=tmp_path / "active.log")
-    standby = OperatorProcess(operator_path("website"), namespaces=[namespace], peering=peering, extra_args=["--priority=50"],
-                              log_path=tmp_path / "standby.log")
+    active = OperatorProcess(operator_path("website"), namespaces=[namespace], peering=peering,
+                             extra_args=["--priority=100"], log_path=tmp_path / "active.log")
+    standby = OperatorProcess(operator_path("website"), namespaces=[namespace], peering=peering,
+                              extra_args=["--priority=50"], log_path=tmp_path / "standby.log")
     try:
         active.start()
         # A replica starts paused (kopf waits to see its peers when peering is asked for)

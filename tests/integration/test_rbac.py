@@ -134,7 +134,8 @@ def test_website_operator_works_as_its_service_account_and_no_more(identity, cus
     # The test confines the operator to its namespace (--namespace), so parallel tests never
     # share one; kopf then follows namespaces, which the deployed operator (--all-namespaces)
     # does not. That one rule is this test's, not the ClusterRole's.
-    who = identity("website", extra_rules=[{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}])
+    who = identity("website",
+                   extra_rules=[{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}])
     op = OperatorProcess(operator_path("website"), namespaces=[namespace], kubeconfig=who.kubeconfig,
                          log_path=tmp_path / "website.log").start()
     try:
@@ -142,7 +143,8 @@ def test_website_operator_works_as_its_service_account_and_no_more(identity, cus
             "apiVersion": "example.com/v1", "kind": "Website", "metadata": {"name": "shop"}, "spec": {"replicas": 2}})
 
         def ready() -> bool:
-            status = custom.get_namespaced_custom_object("example.com", "v1", namespace, "websites", "shop").get("status", {})
+            website = custom.get_namespaced_custom_object("example.com", "v1", namespace, "websites", "shop")
+            status = website.get("status", {})
             return status.get("readyReplicas") == status.get("replicas") == 2 and status.get("phase") == "Applied"
 
         eventually(ready, timeout=60, message="Website ready as the ServiceAccount")
@@ -163,8 +165,8 @@ def test_namespacebaseline_operator_works_as_its_service_account_and_no_more(
         identity, custom, core, namespace, a_deployment, unique, tmp_path):
     who = identity("namespacebaseline")
     baseline = f"rbac-{unique}"
-    op = OperatorProcess(operator_path("namespacebaseline"), kubeconfig=who.kubeconfig, env={"NSB_RESYNC_SECONDS": "3600"},
-                         log_path=tmp_path / "nsb.log").start()
+    op = OperatorProcess(operator_path("namespacebaseline"), kubeconfig=who.kubeconfig,
+                         env={"NSB_RESYNC_SECONDS": "3600"}, log_path=tmp_path / "nsb.log").start()
     networking = client.NetworkingV1Api(core.api_client)
     try:
         custom.create_cluster_custom_object("hedronite.io", "v1alpha1", "namespacebaselines", {
@@ -172,7 +174,8 @@ def test_namespacebaseline_operator_works_as_its_service_account_and_no_more(
             "spec": {"namespaceLabel": f"rbac-test={unique}"}})
         core.patch_namespace(namespace, {"metadata": {"labels": {"rbac-test": unique}}})
         eventually(lambda: sorted(p.metadata.name for p in networking.list_namespaced_network_policy(namespace).items)
-                   == ["baseline-allow-dns", "baseline-default-deny"], timeout=30, message="policies as the ServiceAccount")
+                   == ["baseline-allow-dns", "baseline-default-deny"],
+                   timeout=30, message="policies as the ServiceAccount")
         core.patch_namespace(namespace, {"metadata": {"labels": {"rbac-test": None}}})
         eventually(lambda: not networking.list_namespaced_network_policy(namespace).items, timeout=30,
                    message="policies removed as the ServiceAccount")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import urllib3
 
 from operatorlab import paths
 from operatorlab.cluster import LocalCluster, current, manifests
@@ -101,7 +102,8 @@ by itself, which would hide the one refusal from this test.)"""
         proxy.set_rules([{"action": "cut", "after": 1, "path": "^/api/v1/namespaces$", "watch": True}])
         started = time.monotonic()
         events = 0
-        with pytest.raises(Exception):  # the connection drops mid-stream, with no end marker
+        # The connection drops mid-stream with no end marker: urllib3 says "Response ended prematurely".
+        with pytest.raises(urllib3.exceptions.ProtocolError):
             stream = core.list_namespace(watch=True, timeout_seconds=30, _preload_content=False)
             for _ in stream.stream(64):
                 events += 1

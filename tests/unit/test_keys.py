@@ -41,7 +41,7 @@ def test_object_without_metadata_is_a_type_error() -> None:
 
 
 def test_object_without_a_name_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="metadata.name"):
+    with pytest.raises(ValueError, match=r"metadata\.name"):
         meta_namespace_key({"metadata": {"namespace": "ns", "generateName": "web-"}})
 
 

@@ -16,7 +16,7 @@ from operatorlab.cluster import kubeconfig
 def test_a_certificate_kubeconfig_loads_in_the_official_client(tmp_path: Path) -> None:
     path = kubeconfig.write(tmp_path / "kubeconfig", server="https://127.0.0.1:6443", cluster="lab",
                             user="admin", ca=tmp_path / "ca.crt", cert=tmp_path / "a.crt", key=tmp_path / "a.key")
-    contexts, current = kube_config.list_kube_config_contexts(config_file=str(path))
+    _, current = kube_config.list_kube_config_contexts(config_file=str(path))
     assert current["name"] == "lab" and current["context"] == {"cluster": "lab", "user": "admin"}
     (user,) = yaml.safe_load(path.read_text())["users"]
     assert user["user"] == {"client-certificate": str(tmp_path / "a.crt"), "client-key": str(tmp_path / "a.key")}

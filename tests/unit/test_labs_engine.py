@@ -84,7 +84,7 @@ def test_bad_rules_are_refused():
         Rule("explode")
     with pytest.raises(ValueError, match="error status"):
         Rule("status", status=200)
-    with pytest.raises(Exception):
+    with pytest.raises(re.error):
         Rule("status", path="(")
 
 
@@ -160,7 +160,7 @@ def test_variants_edit_named_definitions_and_restore_them():
 def test_variant_edits_fail_loudly_when_the_named_part_is_gone_or_unchanged():
     with pytest.raises(variants.VariantError, match="one module-level function nothing"):
         variants.apply(SOURCE, [variants.ReplaceFunction("nothing", "def nothing(): pass\n")])
-    with pytest.raises(variants.VariantError, match="one @kopf.on.update"):
+    with pytest.raises(variants.VariantError, match=r"one @kopf\.on\.update"):
         variants.apply(SOURCE, [variants.DropDecorator("handle", "kopf.on.update")])
     with pytest.raises(variants.VariantError, match="changes nothing"):
         variants.apply(SOURCE, [variants.ReplaceFunction("helper", "def helper(x):\n    return x + 1\n")])
@@ -200,8 +200,8 @@ def test_lab_state_round_trips_through_json(tmp_path):
 def test_a_state_file_of_another_shape_is_a_clear_error_and_kept(tmp_path):
     path = tmp_path / "lab.json"
     path.write_text(json.dumps({"lab": "x", "kubeconfig": "/k", "objects": [["tenant", "a", None]]}))
-    with pytest.raises(BadState, match=f"rm {path}"):
-        StateFile(path).record
+    with pytest.raises(BadState, match=re.escape(f"rm {path}")):
+        _ = StateFile(path).record  # reading the record is what raises
     assert path.exists()
 
 

@@ -78,7 +78,8 @@ def test_ca_is_a_critical_ca_with_kubeadms_key_usages_and_a_subject_key_identifi
     assert constraints.critical and constraints.value.ca
     usage = _extension(ca, x509.KeyUsage)
     assert usage.critical
-    assert (usage.value.digital_signature, usage.value.key_encipherment, usage.value.key_cert_sign) == (True, True, True)
+    usages = (usage.value.digital_signature, usage.value.key_encipherment, usage.value.key_cert_sign)
+    assert usages == (True, True, True)
     ski = _extension(ca, x509.SubjectKeyIdentifier).value
     assert ski.digest == x509.SubjectKeyIdentifier.from_public_key(ca.public_key()).digest
 
@@ -90,7 +91,8 @@ def test_leaf_names_the_cas_key_and_its_own(made, stem):
     assert constraints.critical and not constraints.value.ca
     usage = _extension(cert, x509.KeyUsage)
     assert usage.critical
-    assert (usage.value.digital_signature, usage.value.key_encipherment, usage.value.key_cert_sign) == (True, True, False)
+    usages = (usage.value.digital_signature, usage.value.key_encipherment, usage.value.key_cert_sign)
+    assert usages == (True, True, False)
     wanted = ExtendedKeyUsageOID.SERVER_AUTH if stem == "apiserver" else ExtendedKeyUsageOID.CLIENT_AUTH
     assert list(_extension(cert, x509.ExtendedKeyUsage).value) == [wanted]
     assert _extension(cert, x509.SubjectKeyIdentifier).value.digest == \
@@ -187,11 +189,23 @@ def test_create_starts_over_without_the_ca_key(tmp_path, made):
     assert copy.sa_key.read_bytes() == made.sa_key.read_bytes()  # tokens are signed with their own key
 
 
+def test_create_refuses_a_key_that_is_not_ec_and_keeps_it(tmp_path, made):
+    shutil.copytree(made.dir, tmp_path / "pki")
+    copy = pki.Pki(tmp_path / "pki")
+    copy.cert("admin").unlink()
+    shutil.copy(copy.sa_key, copy.key("admin"))  # an RSA key where an EC key belongs
+    with pytest.raises(ValueError, match=r"admin\.key holds a key of type RSAPrivateKey, .*: delete it"):
+        pki.create(copy.dir)
+    assert copy.key("admin").read_bytes() == copy.sa_key.read_bytes()
+    assert not copy.cert("admin").exists()
+
+
 def test_kubeconfig_points_at_files_and_server(tmp_path, made):
     path = kubeconfig.write(tmp_path / "kc", server="https://127.0.0.1:6443", ca=made.ca,
                             cert=made.cert("admin"), key=made.key("admin"), cluster="lab", user="admin")
     config = yaml.safe_load(path.read_text())
     assert config["current-context"] == "lab"
-    assert config["clusters"][0]["cluster"] == {"server": "https://127.0.0.1:6443", "certificate-authority": str(made.ca)}
+    assert config["clusters"][0]["cluster"] == {
+        "server": "https://127.0.0.1:6443", "certificate-authority": str(made.ca)}
     assert config["users"][0]["user"]["client-key"] == str(made.key("admin"))
     assert path.stat().st_mode & 0o077 == 0

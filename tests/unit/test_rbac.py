@@ -30,7 +30,8 @@ def test_operator_rbac_is_its_deploy_identity_in_the_kustomization_namespace(ope
 def test_a_renamed_copy_keeps_the_rules_and_points_at_itself() -> None:
     original = rbac.operator_rbac("website")
     account, role, binding = rbac.operator_rbac("website", name="website-operator-copy")
-    assert account["metadata"]["name"] == role["metadata"]["name"] == binding["metadata"]["name"] == "website-operator-copy"
+    names = (account["metadata"]["name"], role["metadata"]["name"], binding["metadata"]["name"])
+    assert names == ("website-operator-copy",) * 3
     assert role["rules"] == original[1]["rules"]
     assert binding["roleRef"]["name"] == "website-operator-copy"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "website-operator-copy",

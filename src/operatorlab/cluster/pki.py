@@ -48,12 +48,15 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_E = TypeVar("_E", bound=x509.ExtensionType)
 
 #: Client identities: file stem -> (user name, groups).
 CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -204,7 +207,8 @@ def _leaves(extra_ips: tuple[str, ...]) -> dict[str, _Leaf]:
         _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH,
         (*(x509.DNSName(n) for n in dns), *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips))),
     )
-    clients = {stem: _Leaf(_name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH) for stem, (user, groups) in CLIENTS.items()}
+    clients = {stem: _Leaf(_name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH)
+               for stem, (user, groups) in CLIENTS.items()}
     return {"apiserver": apiserver, **clients}
 
 
@@ -255,7 +259,8 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
     return x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key, *, validity: datetime.timedelta) -> x509.CertificateBuilder:
+def _builder(subject: x509.Name, issuer: x509.Name, public_key, *,
+             validity: datetime.timedelta) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
@@ -291,7 +296,7 @@ def _leaf_problems(path: Path, ca: x509.Certificate) -> list[str]:
     if _extension(cert, x509.ExtendedKeyUsage) is None:
         problems.append("no ExtendedKeyUsage")
     aki = _extension(cert, x509.AuthorityKeyIdentifier)
-    problems += _identifier_problems("Authority Key Identifier", aki and aki.value.key_identifier,
+    problems += _identifier_problems("Authority Key Identifier", aki.value.key_identifier if aki else None,
                                      _ski(ca.public_key()).digest, "the CA's key")
     return problems
 
@@ -307,7 +312,7 @@ def _basic_problems(cert: x509.Certificate, *, is_ca: bool) -> list[str]:
     if not (usage and usage.critical and (usage.value.key_cert_sign if is_ca else usage.value.digital_signature)):
         problems.append(f"no critical KeyUsage {needed}")
     ski = _extension(cert, x509.SubjectKeyIdentifier)
-    problems += _identifier_problems("Subject Key Identifier", ski and ski.value.digest,
+    problems += _identifier_problems("Subject Key Identifier", ski.value.digest if ski else None,
                                      _ski(cert.public_key()).digest, "its key")
     return problems
 
@@ -319,7 +324,7 @@ def _identifier_problems(name: str, found: bytes | None, expected: bytes, whose:
     return [] if found == expected else [f"{name} not of {whose}"]
 
 
-def _extension(cert: x509.Certificate, kind: type) -> x509.Extension | None:
+def _extension(cert: x509.Certificate, kind: type[_E]) -> x509.Extension[_E] | None:
     try:
         return cert.extensions.get_extension_for_class(kind)
     except x509.ExtensionNotFound:
@@ -336,7 +341,11 @@ def _spki(public_key) -> bytes:
 def _ec_key(path: Path) -> ec.EllipticCurvePrivateKey:
     """The key in ``path``, or a new P-256 key written there if there is none."""
     if path.is_file():
-        return serialization.load_pem_private_key(path.read_bytes(), password=None)
+        found = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        if not isinstance(found, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{path} holds a key of type {type(found).__name__}, where this PKI keeps an EC key: "
+                             "delete it and run `operatorlab cluster up` to have a new one made")
+        return found
     key = ec.generate_private_key(ec.SECP256R1())
     _write_key(path, key)
     return key

@@ -9,6 +9,7 @@ a recycled pid is never mistaken for it (we never ``pkill -f``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -87,7 +88,7 @@ def stop(pid: int | None, executable: str | Path | None = None, *, timeout: floa
 
     Does nothing if the process is already gone or is not ``executable``.
     """
-    if not is_running(pid, executable):
+    if not pid or not is_running(pid, executable):
         _reap(pid)
         return
     _signal_group(pid, sig)
@@ -114,10 +115,8 @@ def _signal_group(pid: int, sig: int) -> None:
 
 def _reap(pid: int | None) -> None:
     if pid and (child := _children.pop(pid, None)) is not None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def tail(log: Path, lines: int = 20) -> str:

@@ -381,8 +381,9 @@ class FaultProxy:
         """
         self.stop()
         self.port = process.free_port()
-        argv = [sys.executable, "-m", "operatorlab.faults.proxy", "--kubeconfig", str(self.upstream_kubeconfig),
-                "--port", str(self.port), "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules or [])]
+        argv = [sys.executable, "-m", "operatorlab.faults.proxy",
+                "--kubeconfig", str(self.upstream_kubeconfig), "--port", str(self.port),
+                "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules or [])]
         self.identity = process.Identity.of(process.spawn(argv, self.log_path))
         if self._on_start:
             self._on_start(self)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from operatorlab.labs.base import Check
+
+if TYPE_CHECKING:
+    from kubernetes.client import CoreV1Api
 
 TENANTS = ("hedronite.io", "v1", "tenants")
 
@@ -56,7 +59,8 @@ def tenant_reconciled(api, name: str) -> Check:
     if ns is None:
         return Check(label, False, f"namespace {namespace} not found. {evidence}")
     if ns.metadata.deletion_timestamp:
-        return Check(label, False, f"namespace {namespace} is Terminating since {ns.metadata.deletion_timestamp}. {evidence}")
+        return Check(label, False,
+                     f"namespace {namespace} is Terminating since {ns.metadata.deletion_timestamp}. {evidence}")
     quota = get_or_none(lambda: core.read_namespaced_resource_quota("tenant-quota", namespace))
     if quota is None:
         return Check(label, False, f"namespace {namespace} exists but holds no ResourceQuota tenant-quota. {evidence}")
@@ -102,8 +106,16 @@ def one_quota_per_namespace(api, names: list[str]) -> Check:
     core = client.CoreV1Api(api)
     label = "no duplicate quotas"
     for name in names:
-        items = (get_or_none(lambda: core.list_namespaced_resource_quota(f"tenant-{name}")) or client.V1ResourceQuotaList(items=[])).items
-        if len(items) > 1:
-            return Check(label, False, f"namespace tenant-{name} holds {len(items)} ResourceQuotas: "
-                                       f"{[q.metadata.name for q in items]}")
+        quotas = _quota_names(core, f"tenant-{name}")
+        if len(quotas) > 1:
+            return Check(label, False, f"namespace tenant-{name} holds {len(quotas)} ResourceQuotas: {quotas}")
     return Check(label, True, "at most one ResourceQuota per tenant namespace")
+
+
+def _quota_names(core: CoreV1Api, namespace: str) -> list[str]:
+    """The names of the ResourceQuotas in ``namespace``; none if the API answers 404.
+
+    A function of its own so that the lambda binds this namespace, not a loop variable.
+    """
+    quotas = get_or_none(lambda: core.list_namespaced_resource_quota(namespace))
+    return [q.metadata.name for q in quotas.items] if quotas is not None else []

@@ -102,7 +102,8 @@ def drill_list(_: argparse.Namespace) -> int:
 def drill_start(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     if not lab.drill:
-        print(_c(f"error: {lab.id} is not a drill; choose one of: {', '.join(registry.drills())}", "31"), file=sys.stderr)
+        print(_c(f"error: {lab.id} is not a drill; choose one of: {', '.join(registry.drills())}", "31"),
+              file=sys.stderr)
         return 2
     print(f"drill {_c(lab.id, '1')}: breaking the cluster...")
     runner.drill_start(lab)
