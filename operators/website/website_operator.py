@@ -109,7 +109,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -266,7 +266,8 @@ def owning_website(deployment: Mapping[str, Any]) -> str | None:
     """The name of the Website that controls a Deployment, or None."""
     for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
-            return ref.get("name")
+            name = ref.get("name")
+            return name if isinstance(name, str) else None
     return None
 
 
@@ -683,7 +684,7 @@ def record_status(
 
 def _now() -> str:
     """The current time as the API writes it (RFC 3339, UTC, seconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def write_rollout_status(
@@ -744,7 +745,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL, id="reconcile")
 def reconcile(
     name: str,
-    namespace: str,
+    namespace: str | None,
     spec: kopf.Spec,
     meta: kopf.Meta,
     body: kopf.Body,
@@ -760,6 +761,12 @@ def reconcile(
     store a returned dict a second time in ``status.reconcile``, a copy that
     nothing reads and that goes stale when a failure is patched over it.
     """
+
+    if namespace is None:  # kopf's signature allows it for cluster-scoped resources
+        raise kopf.PermanentError(
+            f"{KIND} {name} has no namespace: its CRD must say scope: Namespaced; "
+            f"kubectl apply --server-side -f crds/website.yaml"
+        )
 
     def post_event(reason: str, message: str) -> None:
         kopf.info(body, reason=reason, message=message)
@@ -786,7 +793,9 @@ def reconcile(
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY_LABEL: OPERATOR})
-def deployment_status(type: str | None, body: kopf.Body, namespace: str, logger: kopf.Logger, **_: Any) -> None:
+def deployment_status(
+    type: str | None, body: kopf.Body, namespace: str | None, logger: kopf.Logger, **_: Any
+) -> None:
     """Copy an owned Deployment's replica counts into its Website's status.
 
     Runs on every watch event of a Deployment this operator manages: when it
@@ -797,7 +806,7 @@ def deployment_status(type: str | None, body: kopf.Body, namespace: str, logger:
     if type == "DELETED":
         return  # its Website is gone (or going): nothing to report to
     website = owning_website(body)
-    if website is None:
+    if website is None or namespace is None:  # Deployments are namespaced: never None
         return
     try:
         write_rollout_status(namespace, website, rollout_status(body))

@@ -249,7 +249,7 @@ def test_reconcile_creates_the_policies_in_every_matching_namespace() -> None:
     status = op.reconcile_baseline("payments", SPEC, core=core, networking=networking, report=reports)
     assert status == {"namespaces": 2, "policies": 4, "phase": "Ready"}
     assert core.calls == [("list_namespace", {"label_selector": "team=payments"})]
-    assert [kw["body"] for _, kw in networking.calls_to("create")] == [
+    assert [op._as_dict(kw["body"]) for _, kw in networking.calls_to("create")] == [
         op.deny_policy_manifest("payments", "a"), op.dns_policy_manifest("payments", "a"),
         op.deny_policy_manifest("payments", "b"), op.dns_policy_manifest("payments", "b")]
     assert [kw["label_selector"] for _, kw in networking.calls_to("list")] == ["hedronite.io/namespacebaseline=payments"] * 2
@@ -286,7 +286,7 @@ def test_reconcile_replaces_a_drifted_policy_whole_keeping_others_metadata() -> 
     op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking,
                           report=reports)
     ((_, replaced),) = networking.calls_to("replace")
-    body = replaced["body"]
+    body = op._as_dict(replaced["body"])
     assert body["spec"] == op.deny_policy_manifest("payments", "a")["spec"]
     assert body["metadata"]["resourceVersion"] == "42"  # conditional: a 409 if it changed since our GET
     assert body["metadata"]["labels"] == {**LABELS, "owner": "ops"}
@@ -328,9 +328,10 @@ def test_reconcile_adopts_a_policy_marked_for_it() -> None:
     status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")),
                                    networking=networking, report=reports)
     ((_, replaced),) = networking.calls_to("replace")
-    assert replaced["body"]["metadata"]["labels"] == LABELS
-    assert replaced["body"]["metadata"]["annotations"] == {"note": "keep me"}
-    assert replaced["body"]["metadata"]["resourceVersion"] == "42"
+    metadata = op._as_dict(replaced["body"])["metadata"]
+    assert metadata["labels"] == LABELS
+    assert metadata["annotations"] == {"note": "keep me"}
+    assert metadata["resourceVersion"] == "42"
     assert reports == [("PolicyAdopted", "adopted NetworkPolicy a/baseline-default-deny (hedronite.io/adopt=payments)")]
     assert status["phase"] == "Ready"
 
@@ -486,6 +487,6 @@ def test_apply_to_namespace_takes_over_a_releasing_baselines_policies_in_place()
     assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports()) == 0  # not released: theirs
     assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports(),
                                  takeover=frozenset({"security"})) == 2
-    relabelled = [kw["body"]["metadata"] for _, kw in networking.calls_to("replace")]
+    relabelled = [op._as_dict(kw["body"])["metadata"] for _, kw in networking.calls_to("replace")]
     assert [m["labels"]["hedronite.io/namespacebaseline"] for m in relabelled] == ["payments", "payments"]
     assert [m["uid"] for m in relabelled] == ["policy-uid", "policy-uid"]  # replaced, not re-created

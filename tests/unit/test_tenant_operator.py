@@ -273,10 +273,11 @@ def test_reconcile_creates_what_is_missing() -> None:
         "read_namespaced_resource_quota",
         "create_namespaced_resource_quota",
     ]
-    assert core.calls[1][1]["body"] == op.namespace_manifest("blue", UID)
-    assert core.calls[3][1] == {"namespace": "tenant-blue", "body": op.quota_manifest("blue", "2", UID)}
+    assert op._as_dict(core.calls[1][1]["body"]) == op.namespace_manifest("blue", UID)
+    assert core.calls[3][1]["namespace"] == "tenant-blue"
+    assert op._as_dict(core.calls[3][1]["body"]) == op.quota_manifest("blue", "2", UID)
     # What it creates is claimed: owned by the Tenant (by uid), and labelled.
-    for body in (core.calls[1][1]["body"], core.calls[3][1]["body"]):
+    for body in (op._as_dict(core.calls[1][1]["body"]), op._as_dict(core.calls[3][1]["body"])):
         assert body["metadata"]["ownerReferences"] == [{
             "apiVersion": "hedronite.io/v1", "kind": "Tenant", "name": "blue", "uid": UID,
             "controller": True, "blockOwnerDeletion": True}]
