@@ -35,9 +35,16 @@ The owner reference, matched by the Website's uid, is what makes a child
   whose owner reference names the Website's uid; a foreign Service of the
   same name outlives the Website untouched.
 
+* **Create, never take over.** A child absent when read is created with a
+  plain create (POST), which the API refuses (409 AlreadyExists) if an
+  object of that name appeared since the read; that object is then read and
+  checked like any other (NameTaken unless ours or marked for adoption).
+  Server-side apply, which would create or take over whatever it finds,
+  only ever writes a child verified ours.
+
 Design
 ------
-The work is in one plain function, :func:`reconcile_website`. It writes each
+The work is in one plain function, :func:`reconcile_website`. It keeps each
 child with **server-side apply** (SSA) under the field manager
 ``website-operator``: it sends the whole desired object every time, and the API
 server merges it, records which fields this manager owns, and writes nothing
@@ -53,8 +60,12 @@ than GET, compare and patch, as the Tenant operator does:
   ``force`` takes back the fields we declare, so our spec wins over a manual
   ``kubectl edit`` of the image or the replicas.
 
-It still reads each child first, only to tell "created" from "updated" from
-"unchanged" for the Events. Like the Tenant's reconcile it is level-triggered
+It reads each child first, for the ownership check and to tell "created"
+from "updated" from "unchanged" for the Events. A child it creates is POSTed
+first (see "Create, never take over"), then applied, and the ownership entry
+the create left (manager ``website-operator``, operation ``Update``) is
+removed: fields still owned by it would survive an apply that stops sending
+them. Like the Tenant's reconcile it is level-triggered
 and idempotent: run it any number of times, after a crash at any point, and it
 converges. It takes a name, a namespace, a spec and the owner's uid, not kopf's
 handler arguments, so it can be called from anywhere.
