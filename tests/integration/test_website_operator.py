@@ -107,7 +107,8 @@ def test_create_makes_deployment_service_and_ready_status(operator, custom, core
     labels = {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"}
     assert deployment.metadata.labels == labels
     (owner,) = deployment.metadata.owner_references
-    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Website", "shop", created["metadata"]["uid"], True)
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == (
+        "Website", "shop", created["metadata"]["uid"], True)
     # The watcher reacts to events; it writes nothing on the Deployment (no kopf state).
     assert not [a for a in (deployment.metadata.annotations or {}) if a.startswith("kopf")]
     (container,) = deployment.spec.template.spec.containers

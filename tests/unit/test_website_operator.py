@@ -20,6 +20,7 @@ import kopf
 import pytest
 import yaml
 from kubernetes.client import ApiException
+
 from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,8 @@ OWNER_UID = "0b7a9f0e-1111-2222-3333-444455556666"
 def _load_operator() -> Any:
     # Loaded by path under another name: "operator" would shadow the stdlib
     # module, and the operator is a script, not a package.
-    spec = importlib.util.spec_from_file_location("website_operator", ROOT / "operators" / "website" / "website_operator.py")
+    path = ROOT / "operators" / "website" / "website_operator.py"
+    spec = importlib.util.spec_from_file_location("website_operator", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -80,7 +82,8 @@ OWNER_REFERENCE = {"apiVersion": "example.com/v1", "kind": "Website", "name": "s
 
 def test_children_are_controlled_by_the_website() -> None:
     owner = op.owner_body("shop", OWNER_UID)
-    for manifest in (op.deployment_manifest("shop", "web", SITE, owner), op.service_manifest("shop", "web", SITE, owner)):
+    manifests = (op.deployment_manifest("shop", "web", SITE, owner), op.service_manifest("shop", "web", SITE, owner))
+    for manifest in manifests:
         assert manifest["metadata"]["ownerReferences"] == [OWNER_REFERENCE]
 
 
@@ -190,7 +193,8 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
 def test_crd_defaults_and_limits_are_the_operators(crd: dict[str, Any]) -> None:
     fields = crd_schema(crd)["properties"]["spec"]["properties"]
     assert fields["image"]["default"] == op.DEFAULT_IMAGE
-    assert (fields["port"]["default"], fields["port"]["minimum"], fields["port"]["maximum"]) == (op.DEFAULT_PORT, 1, 65535)
+    port = fields["port"]
+    assert (port["default"], port["minimum"], port["maximum"]) == (op.DEFAULT_PORT, 1, 65535)
     assert fields["replicas"]["default"] == op.DEFAULT_REPLICAS
     assert (fields["replicas"]["minimum"], fields["replicas"]["maximum"]) == (0, op.MAX_REPLICAS)
 
@@ -251,7 +255,9 @@ def desired(site: dict[str, Any] = SITE) -> tuple[dict[str, Any], dict[str, Any]
     return op.deployment_manifest("shop", "web", site, owner), op.service_manifest("shop", "web", site, owner)
 
 
-def reconcile(apps: StubApi, core: StubApi, spec: dict[str, Any] = SITE, reports: Reports | None = None) -> dict[str, Any]:
+def reconcile(
+    apps: StubApi, core: StubApi, spec: dict[str, Any] = SITE, reports: Reports | None = None
+) -> dict[str, Any]:
     return op.reconcile_website("shop", "web", spec, uid=OWNER_UID, apps=apps, core=core, report=reports)
 
 
@@ -328,7 +334,7 @@ def test_a_child_created_meanwhile_that_is_ours_or_adoptable_is_applied(found: s
 
 
 def test_a_child_created_and_deleted_meanwhile_is_retried_soon() -> None:
-    deployment_, service = desired()
+    deployment_, _ = desired()
     apps = StubApi(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
     core = StubApi(read_namespaced_service=api_error(404), create_namespaced_service=api_error(409, "already exists"))
     with pytest.raises(kopf.TemporaryError) as raised:
@@ -340,9 +346,11 @@ def test_a_child_created_and_deleted_meanwhile_is_retried_soon() -> None:
 def test_create_entry_removal_keeps_every_other_manager() -> None:
     other = {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {}}
     meta = {"resourceVersion": "9", "managedFields": [CREATE_ENTRY, APPLY_ENTRY, other]}
-    assert op.create_entry_removal(meta) == {"metadata": {"resourceVersion": "9", "managedFields": [APPLY_ENTRY, other]}}
+    removal = op.create_entry_removal(meta)
+    assert removal == {"metadata": {"resourceVersion": "9", "managedFields": [APPLY_ENTRY, other]}}
     assert op.create_entry_removal({"resourceVersion": "9", "managedFields": [APPLY_ENTRY]}) is None
-    assert op.create_entry_removal({"resourceVersion": "9", "managedFields": [CREATE_ENTRY]}) is None  # [] clears nothing
+    # Nothing left to keep: an empty list would clear nothing.
+    assert op.create_entry_removal({"resourceVersion": "9", "managedFields": [CREATE_ENTRY]}) is None
 
 
 def test_reconcile_reports_nothing_when_nothing_changed() -> None:
@@ -379,7 +387,9 @@ def test_reconcile_reports_restored_labels() -> None:
     core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
     reports = Reports()
     reconcile(apps, core, reports=reports)
-    assert reports == [("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")]
+    assert reports == [
+        ("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")
+    ]
 
 
 # --- ownership: claim before touching ----------------------------------------
@@ -434,7 +444,7 @@ def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: d
 def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
     apps = StubApi(read_namespaced_deployment=api_error(404),
                    create_namespaced_deployment=api_error(422, 'Deployment.apps "shop" is invalid'))
-    with pytest.raises(kopf.PermanentError, match='Deployment.apps "shop" is invalid.*fix the Website'):
+    with pytest.raises(kopf.PermanentError, match=r'Deployment\.apps "shop" is invalid.*fix the Website'):
         reconcile(apps, StubApi(read_namespaced_service=api_error(404)))
 
 
@@ -464,7 +474,8 @@ def test_reconcile_403_from_rbac_points_at_the_clusterrole() -> None:
 
 
 def test_reconcile_403_from_a_terminating_namespace_is_not_blamed_on_rbac() -> None:
-    message = 'deployments.apps "shop" is forbidden: unable to create new content in namespace web because it is being terminated'
+    message = ('deployments.apps "shop" is forbidden: '
+               "unable to create new content in namespace web because it is being terminated")
     apps = StubApi(read_namespaced_deployment=api_error(404), create_namespaced_deployment=api_error(403, message))
     with pytest.raises(kopf.TemporaryError) as raised:
         reconcile(apps, StubApi(read_namespaced_service=api_error(404)))
