@@ -112,7 +112,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import kopf
@@ -438,7 +438,9 @@ def _ensure_policy(
         if e.status != 404:
             raise
         try:
-            networking.create_namespaced_network_policy(namespace=namespace, body=desired)
+            networking.create_namespaced_network_policy(
+                namespace=namespace, body=kubernetes.client.V1NetworkPolicy.model_validate(desired)
+            )
         except ApiException as e:
             if e.status != 409:  # someone created it since our GET: compare theirs
                 raise
@@ -466,10 +468,16 @@ def _ensure_policy(
     replacement = {
         "apiVersion": desired["apiVersion"],
         "kind": desired["kind"],
-        "metadata": {**kept, **({"annotations": remaining} if remaining else {}), "labels": {**labels, **meta["labels"]}},
+        "metadata": {
+            **kept,
+            **({"annotations": remaining} if remaining else {}),
+            "labels": {**labels, **meta["labels"]},
+        },
         "spec": desired["spec"],
     }
-    networking.replace_namespaced_network_policy(name=name, namespace=namespace, body=replacement)
+    networking.replace_namespaced_network_policy(
+        name=name, namespace=namespace, body=kubernetes.client.V1NetworkPolicy.model_validate(replacement)
+    )
     if adopting:
         report("PolicyAdopted", f"adopted NetworkPolicy {where} ({ADOPT_ANNOTATION}={ours})")
     else:
@@ -666,12 +674,12 @@ def record_status(
 
 def _now() -> str:
     """The current time as the API writes it (RFC 3339, UTC, seconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _reference(name: str, uid: str | None) -> dict[str, Any]:
+def _reference(name: str, uid: str) -> kopf.Body:
     """Enough of a NamespaceBaseline for kopf to post an Event about it."""
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": {"name": name, "uid": uid}}
+    return kopf.Body({"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": {"name": name, "uid": uid}})
 
 
 # --- kopf wiring ------------------------------------------------------------
@@ -702,19 +710,21 @@ def configure(settings: kopf.OperatorSettings, logger: kopf.Logger, **_: Any) ->
 
 
 @kopf.index(GROUP, VERSION, PLURAL)
-def baselines(name: str, spec: kopf.Spec, meta: kopf.Meta, **_: Any) -> dict[str, dict[str, Any]]:
+def baselines(name: str, uid: str, spec: kopf.Spec, **_: Any) -> dict[str, dict[str, Any]]:
     """In-memory index of the NamespaceBaselines: name -> {uid, spec}.
 
     kopf keeps it current from its watch of NamespaceBaselines, and fills it
     before any other handler runs; the namespace watcher reads it instead of
     listing the baselines on every namespace event.
     """
-    return {name: {"uid": meta.get("uid"), "spec": dict(spec)}}
+    return {name: {"uid": uid, "spec": dict(spec)}}
 
 
 @kopf.index("networking.k8s.io", "v1", "networkpolicies", labels={BASELINE_LABEL: kopf.PRESENT})
-def baseline_policies(namespace: str, labels: kopf.Labels, **_: Any) -> dict[tuple[str, str], bool]:
+def baseline_policies(namespace: str | None, labels: kopf.Labels, **_: Any) -> dict[tuple[str, str], bool]:
     """In-memory index of where each baseline's policies are: (namespace, baseline)."""
+    if namespace is None:  # kopf's signature allows it; a NetworkPolicy always has one
+        raise kopf.PermanentError(f"NetworkPolicy labelled {BASELINE_LABEL} without a namespace: not indexed")
     return {(namespace, labels[BASELINE_LABEL]): True}
 
 
@@ -789,16 +799,20 @@ def namespace_changed(
     name: str,
     meta: kopf.Meta,
     labels: kopf.Labels,
-    baselines: kopf.Index,
-    baseline_policies: kopf.Index,
     logger: kopf.Logger,
-    **_: Any,
+    **kwargs: Any,
 ) -> None:
     """A namespace appeared or changed: give it, or take away, each baseline's policies.
 
     Fire-and-forget (kopf does not retry on.event handlers): a failure is
     logged and the resync timer heals it.
+
+    The two indexes arrive as keyword arguments named like their index
+    functions; kopf's handler protocol (``WatchingFn``) passes them in
+    ``**kwargs``, so they are taken from there, typed.
     """
+    baselines: kopf.Index[str, dict[str, Any]] = kwargs["baselines"]
+    baseline_policies: kopf.Index[tuple[str, str], bool] = kwargs["baseline_policies"]
     if type == "DELETED" or meta.get("deletionTimestamp"):
         return  # its policies go with it
     known = {name_: entry for name_, entries in list(baselines.items()) for entry in entries}
@@ -807,7 +821,7 @@ def namespace_changed(
     networking = NetworkingV1Api()
     changed: set[str] = set()
 
-    def act(baseline_name: str, write: Callable[[Reporter], int]) -> bool:
+    def act(baseline_name: str, write: Callable[[Reporter], object]) -> bool:
         reference = _reference(baseline_name, known[baseline_name]["uid"])
 
         def post_event(reason: str, message: str) -> None:
@@ -827,13 +841,26 @@ def namespace_changed(
 
     # Claims first, taking over the policies of baselines letting go: then
     # the releases delete only what nobody claimed. Never a moment without.
+    def claim_write(baseline: Baseline) -> Callable[[Reporter], int]:
+        def write(report: Reporter) -> int:
+            return apply_to_namespace(baseline, name, networking=networking, report=report, takeover=frozenset(release))
+        return write
+
+    def release_write(baseline_name: str) -> Callable[[Reporter], int]:
+        def write(report: Reporter) -> int:
+            return remove_from_namespace(baseline_name, name, networking=networking, report=report)
+        return write
+
+    def counts_write(baseline_name: str) -> Callable[[Reporter], bool]:
+        def write(report: Reporter) -> bool:
+            return write_counts(baseline_name, count_applied(baseline_name, networking=networking))
+        return write
+
     for baseline in claim:
-        if act(baseline.name, lambda report, b=baseline: apply_to_namespace(
-                b, name, networking=networking, report=report, takeover=frozenset(release))):
+        if act(baseline.name, claim_write(baseline)):
             changed |= {baseline.name, *release}  # a takeover changes the releasing one's count too
     for baseline_name in release:
-        if act(baseline_name, lambda report, b=baseline_name: remove_from_namespace(
-                b, name, networking=networking, report=report)):
+        if act(baseline_name, release_write(baseline_name)):
             changed.add(baseline_name)
     for baseline_name in sorted(changed):
-        act(baseline_name, lambda _, b=baseline_name: write_counts(b, count_applied(b, networking=networking)))
+        act(baseline_name, counts_write(baseline_name))

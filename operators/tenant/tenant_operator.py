@@ -83,7 +83,8 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import kopf
@@ -373,7 +374,7 @@ def _ensure_namespace(core: CoreV1Api, owner: kopf.Body, report: Reporter) -> bo
     name = desired["metadata"]["name"]
     namespace, created = _get_or_create(
         read=lambda: core.read_namespace(name=name),
-        create=lambda: core.create_namespace(body=desired),
+        create=lambda: core.create_namespace(body=kubernetes.client.V1Namespace.model_validate(desired)),
     )
     if created:
         report("NamespaceCreated", f"created namespace {name}")
@@ -398,7 +399,9 @@ def _ensure_quota(core: CoreV1Api, owner: kopf.Body, cpu: str, report: Reporter)
     namespace = desired["metadata"]["namespace"]
     quota, created = _get_or_create(
         read=lambda: core.read_namespaced_resource_quota(name=QUOTA_NAME, namespace=namespace),
-        create=lambda: core.create_namespaced_resource_quota(namespace=namespace, body=desired),
+        create=lambda: core.create_namespaced_resource_quota(
+            namespace=namespace, body=kubernetes.client.V1ResourceQuota.model_validate(desired)
+        ),
     )
     if created:
         report("QuotaCreated", f"created ResourceQuota {namespace}/{QUOTA_NAME}, cpu {cpu}")
@@ -475,9 +478,17 @@ def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[
 
 def _same_quantities(observed: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     return all(
-        key in observed and parse_quantity(observed[key]) == parse_quantity(value)
+        key in observed and _quantity(observed[key]) == _quantity(value)
         for key, value in wanted.items()
     )
+
+
+def _quantity(text: str) -> Decimal:
+    """A Kubernetes quantity (``2``, ``2500m``, ``1Gi``) as a number; ValueError if it is none."""
+    # kubernetes.utils.parse_quantity is unannotated in the client (37.0.2);
+    # it returns a Decimal.
+    amount: Decimal = parse_quantity(text)  # type: ignore[no-untyped-call]
+    return amount
 
 
 # --- Errors and API objects (the same code in every operator here) ----------
@@ -624,7 +635,7 @@ def record_status(
 
 def _now() -> str:
     """The current time as the API writes it (RFC 3339, UTC, seconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- kopf wiring ------------------------------------------------------------

@@ -35,9 +35,16 @@ The owner reference, matched by the Website's uid, is what makes a child
   whose owner reference names the Website's uid; a foreign Service of the
   same name outlives the Website untouched.
 
+* **Create, never take over.** A child absent when read is created with a
+  plain create (POST), which the API refuses (409 AlreadyExists) if an
+  object of that name appeared since the read; that object is then read and
+  checked like any other (NameTaken unless ours or marked for adoption).
+  Server-side apply, which would create or take over whatever it finds,
+  only ever writes a child verified ours.
+
 Design
 ------
-The work is in one plain function, :func:`reconcile_website`. It writes each
+The work is in one plain function, :func:`reconcile_website`. It keeps each
 child with **server-side apply** (SSA) under the field manager
 ``website-operator``: it sends the whole desired object every time, and the API
 server merges it, records which fields this manager owns, and writes nothing
@@ -53,8 +60,12 @@ than GET, compare and patch, as the Tenant operator does:
   ``force`` takes back the fields we declare, so our spec wins over a manual
   ``kubectl edit`` of the image or the replicas.
 
-It still reads each child first, only to tell "created" from "updated" from
-"unchanged" for the Events. Like the Tenant's reconcile it is level-triggered
+It reads each child first, for the ownership check and to tell "created"
+from "updated" from "unchanged" for the Events. A child it creates is POSTed
+first (see "Create, never take over"), then applied, and the ownership entry
+the create left (manager ``website-operator``, operation ``Update``) is
+removed: fields still owned by it would survive an apply that stops sending
+them. Like the Tenant's reconcile it is level-triggered
 and idempotent: run it any number of times, after a crash at any point, and it
 converges. It takes a name, a namespace, a spec and the owner's uid, not kopf's
 handler arguments, so it can be called from anywhere.
@@ -109,7 +120,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -266,7 +277,8 @@ def owning_website(deployment: Mapping[str, Any]) -> str | None:
     """The name of the Website that controls a Deployment, or None."""
     for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
-            return ref.get("name")
+            name = ref.get("name")
+            return name if isinstance(name, str) else None
     return None
 
 
@@ -440,6 +452,9 @@ def reconcile_website(
             "Deployment",
             deployment_manifest(name, namespace, site, owner),
             read=lambda: apps.read_namespaced_deployment(name=name, namespace=namespace),
+            create=lambda body: apps.create_namespaced_deployment(
+                namespace=namespace, body=kubernetes.client.V1Deployment.model_validate(body), field_manager=OPERATOR
+            ),
             apply=lambda body: apps.patch_namespaced_deployment(
                 name=name, namespace=namespace, body=body, field_manager=OPERATOR, force=True, _content_type=APPLY_PATCH
             ),
@@ -449,6 +464,9 @@ def reconcile_website(
             "Service",
             service_manifest(name, namespace, site, owner),
             read=lambda: core.read_namespaced_service(name=name, namespace=namespace),
+            create=lambda body: core.create_namespaced_service(
+                namespace=namespace, body=kubernetes.client.V1Service.model_validate(body), field_manager=OPERATOR
+            ),
             apply=lambda body: core.patch_namespaced_service(
                 name=name, namespace=namespace, body=body, field_manager=OPERATOR, force=True, _content_type=APPLY_PATCH
             ),
@@ -458,15 +476,13 @@ def reconcile_website(
 
     try:
         observed = [_read(child.read) for child in children]
-        # Both checked before either is written: a Website never gets half of its children.
-        for child, before in zip(children, observed):
+        # Both checked before either is written: a Website never gets half of
+        # its children from a name taken before this reconcile began.
+        for child, before in zip(children, observed, strict=True):
             if before is not None and ownership(before["metadata"], owner) == TAKEN:
                 raise name_taken(child.kind, before["metadata"], owner)
-        for child, before in zip(children, observed):
-            if before is not None and ownership(before["metadata"], owner) == ADOPTABLE:
-                before = _as_dict(child.patch(adoption_patch(before["metadata"], owner)))
-                report(f"{child.kind}Adopted", f"adopted {child.kind} {namespace}/{name} ({ADOPT_ANNOTATION}={name})")
-            _apply(child.kind, child.desired, before=before, apply=child.apply, report=report)
+        for child, before in zip(children, observed, strict=True):
+            _ensure(child, before, owner, report)
     except ApiException as e:
         routed = _route_api_error(e)
         if routed is None:
@@ -489,10 +505,12 @@ class _Child:
         desired: dict[str, Any],
         *,
         read: Callable[[], Any],
+        create: Callable[[dict[str, Any]], Any],
         apply: Callable[[dict[str, Any]], Any],
         patch: Callable[[dict[str, Any]], Any],
     ) -> None:
-        self.kind, self.desired, self.read, self.apply, self.patch = kind, desired, read, apply, patch
+        self.kind, self.desired = kind, desired
+        self.read, self.create, self.apply, self.patch = read, create, apply, patch
 
 
 def _read(read: Callable[[], Any]) -> dict[str, Any] | None:
@@ -505,31 +523,63 @@ def _read(read: Callable[[], Any]) -> dict[str, Any] | None:
         return None
 
 
-def _apply(
-    kind: str,
-    desired: dict[str, Any],
-    *,
-    before: Mapping[str, Any] | None,
-    apply: Callable[[dict[str, Any]], Any],
-    report: Reporter,
-) -> bool:
-    """Server-side apply one child; report and return whether it changed.
+def _ensure(child: _Child, before: dict[str, Any] | None, owner: kopf.Body, report: Reporter) -> None:
+    """Create, adopt and apply one child, writing nothing to an object that is not ours.
 
-    ``before`` (read first, only for the report: SSA itself needs no read)
-    is None if the child did not exist. Between that read and the apply,
-    someone could create an object of the name, which the apply would then
-    take over: a window of one round trip that an apply cannot close (it
-    takes no precondition on create).
+    ``before`` is the child as read (None: it did not exist). An absent child
+    is created with a plain create (POST), which the API refuses (409
+    AlreadyExists) if someone made an object of that name since our read;
+    that object is then read and checked like any other: NameTaken, unless
+    it is ours or marked for adoption. Server-side apply, which creates or
+    takes over whatever it finds, only ever writes a child verified ours.
     """
-    after = _as_dict(apply(desired))
-    where = f"{desired['metadata']['namespace']}/{desired['metadata']['name']}"
+    where = f"{child.desired['metadata']['namespace']}/{child.desired['metadata']['name']}"
     if before is None:
-        report(f"{kind}Created", f"created {kind} {where}: {describe(kind, after)}")
-        return True
+        try:
+            before = _as_dict(child.create(child.desired))
+        except ApiException as e:
+            if e.status != 409:
+                raise
+            before = _read(child.read)
+            if before is None:  # made and deleted again since: look afresh
+                raise kopf.TemporaryError(
+                    f"{child.kind} {where} appeared and vanished while we created it; retrying",
+                    delay=CONFLICT_RETRY_DELAY,
+                ) from e
+        else:
+            report(f"{child.kind}Created", f"created {child.kind} {where}: {describe(child.kind, before)}")
+    claim = ownership(before["metadata"], owner)
+    if claim == TAKEN:
+        raise name_taken(child.kind, before["metadata"], owner)
+    if claim == ADOPTABLE:
+        before = _as_dict(child.patch(adoption_patch(before["metadata"], owner)))
+        report(f"{child.kind}Adopted", f"adopted {child.kind} {where} ({ADOPT_ANNOTATION}={owner.metadata.name})")
+    after = _as_dict(child.apply(child.desired))
     if _essence(before) != _essence(after):
-        report(f"{kind}Updated", f"updated {kind} {where}: {describe_change(kind, before, after)}")
-        return True
-    return False
+        report(f"{child.kind}Updated", f"updated {child.kind} {where}: {describe_change(child.kind, before, after)}")
+    handover = create_entry_removal(after["metadata"])
+    if handover is not None:
+        child.patch(handover)
+
+
+def create_entry_removal(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A patch removing the field-ownership entry our create left, once our apply owns the fields; or None.
+
+    A create records its fields under (``website-operator``, ``Update``),
+    an apply under (``website-operator``, ``Apply``): two managers to the
+    API server. A field still owned by the create's entry is not removed
+    when an apply stops sending it (the old port after a port change would
+    stay), so once the apply has taken our fields, the create's entry goes,
+    as if the child had been created by the apply. The resourceVersion makes
+    the patch conditional (409 if the child changed since). None when there
+    is no such entry, or nothing else to keep (an empty list would not clear
+    the entries: the API reads it as "unchanged").
+    """
+    entries = meta.get("managedFields") or []
+    kept = [e for e in entries if (e.get("manager"), e.get("operation")) != (OPERATOR, "Update")]
+    if len(kept) == len(entries) or not kept:
+        return None
+    return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "managedFields": kept}}
 
 
 def _essence(obj: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -683,7 +733,7 @@ def record_status(
 
 def _now() -> str:
     """The current time as the API writes it (RFC 3339, UTC, seconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def write_rollout_status(
@@ -744,7 +794,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL, id="reconcile")
 def reconcile(
     name: str,
-    namespace: str,
+    namespace: str | None,
     spec: kopf.Spec,
     meta: kopf.Meta,
     body: kopf.Body,
@@ -760,6 +810,12 @@ def reconcile(
     store a returned dict a second time in ``status.reconcile``, a copy that
     nothing reads and that goes stale when a failure is patched over it.
     """
+
+    if namespace is None:  # kopf's signature allows it for cluster-scoped resources
+        raise kopf.PermanentError(
+            f"{KIND} {name} has no namespace: its CRD must say scope: Namespaced; "
+            f"kubectl apply --server-side -f crds/website.yaml"
+        )
 
     def post_event(reason: str, message: str) -> None:
         kopf.info(body, reason=reason, message=message)
@@ -786,7 +842,9 @@ def reconcile(
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY_LABEL: OPERATOR})
-def deployment_status(type: str | None, body: kopf.Body, namespace: str, logger: kopf.Logger, **_: Any) -> None:
+def deployment_status(
+    type: str | None, body: kopf.Body, namespace: str | None, logger: kopf.Logger, **_: Any
+) -> None:
     """Copy an owned Deployment's replica counts into its Website's status.
 
     Runs on every watch event of a Deployment this operator manages: when it
@@ -797,7 +855,7 @@ def deployment_status(type: str | None, body: kopf.Body, namespace: str, logger:
     if type == "DELETED":
         return  # its Website is gone (or going): nothing to report to
     website = owning_website(body)
-    if website is None:
+    if website is None or namespace is None:  # Deployments are namespaced: never None
         return
     try:
         write_rollout_status(namespace, website, rollout_status(body))

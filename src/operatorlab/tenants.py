@@ -38,34 +38,44 @@ class Tenants:
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
 
-    def create(self, name: str, cpu_quota: str | int, display_name: str | None = None) -> dict:
+    def create(self, name: str, cpu_quota: str | int, display_name: str | None = None) -> dict[str, Any]:
         """Create a Tenant. Raises ``ApiException`` (409 exists, 422 refused by the schema)."""
-        return self.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, manifest(name, cpu_quota, display_name))
+        return _json_object(
+            self.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, manifest(name, cpu_quota, display_name))
+        )
 
-    def get(self, name: str) -> dict:
-        return self.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    def get(self, name: str) -> dict[str, Any]:
+        return _json_object(self.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
 
-    def status(self, name: str) -> dict:
+    def status(self, name: str) -> dict[str, Any]:
         """The Tenant's status (``{}`` before the operator wrote any)."""
-        return self.get(name).get("status", {})
+        status: dict[str, Any] = self.get(name).get("status") or {}
+        return status
 
     def phase(self, name: str) -> str | None:
-        return self.status(name).get("phase")
+        phase = self.status(name).get("phase")
+        return phase if isinstance(phase, str) else None
 
-    def patch_spec(self, name: str, **spec: Any) -> dict:
+    def patch_spec(self, name: str, **spec: Any) -> dict[str, Any]:
         """Merge-patch fields of ``spec``, e.g. ``patch_spec("acme", cpuQuota="2")``."""
-        return self.custom.patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, {"spec": spec})
+        return _json_object(self.custom.patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, {"spec": spec}))
 
     def names(self) -> set[str]:
-        return {t["metadata"]["name"] for t in self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]}
+        listed = _json_object(self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL))
+        return {t["metadata"]["name"] for t in listed["items"]}
 
     def namespaces(self) -> set[str]:
         """Names of all namespaces (Tenant or not), to check what exists."""
-        return {n.metadata.name for n in self.core.list_namespace().items}
+        # The API always names a stored object; the client's model leaves metadata optional.
+        return {n.metadata.name for n in self.core.list_namespace().items if n.metadata and n.metadata.name}
 
     def quota(self, name: str) -> dict[str, str]:
-        """``spec.hard`` of the tenant's ResourceQuota. Raises ``ApiException`` 404 if absent."""
-        return self.core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}").spec.hard
+        """``spec.hard`` of the tenant's ResourceQuota (``{}`` if it sets none).
+
+        Raises ``ApiException`` 404 if absent.
+        """
+        quota = self.core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}")
+        return dict(quota.spec.hard or {}) if quota.spec else {}
 
     def delete(self, name: str, *, missing_ok: bool = True) -> None:
         """Ask the API server to delete a Tenant (its finalizer may hold it until the operator acts)."""
@@ -112,3 +122,13 @@ class Tenants:
             return not any(n in left or f"tenant-{n}" in left for n in names)
 
         eventually(all_gone, timeout=timeout, message=f"Tenants {names} and their namespaces deleted")
+
+
+def _json_object(result: object) -> dict[str, Any]:
+    """A custom-object call's result, which the client types as ``object``: the decoded JSON object.
+
+    Raises TypeError if it is not one (a client that stopped decoding responses).
+    """
+    if not isinstance(result, dict):
+        raise TypeError(f"expected a JSON object from the API, got {type(result).__name__}")
+    return result

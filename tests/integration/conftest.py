@@ -71,7 +71,9 @@ class TenantSet(Tenants):
         return (
             ns.metadata.deletion_timestamp is None
             and (ns.metadata.labels or {}).get("hedronite.io/tenant") == name
-            and all(k in hard and parse_quantity(hard[k]) == parse_quantity(cpu) for k in ("requests.cpu", "limits.cpu"))
+            and all(
+                k in hard and parse_quantity(hard[k]) == parse_quantity(cpu) for k in ("requests.cpu", "limits.cpu")
+            )
         )
 
     def wait_converged(self, names: list[str], cpu: str | dict[str, str], timeout: float = 60.0) -> None:
@@ -112,7 +114,9 @@ class TenantSet(Tenants):
         """
         for name in self.created:
             try:
-                self.custom.patch_cluster_custom_object("hedronite.io", "v1", "tenants", name, {"metadata": {"finalizers": None}})
+                self.custom.patch_cluster_custom_object(
+                    "hedronite.io", "v1", "tenants", name, {"metadata": {"finalizers": None}}
+                )
             except client.ApiException as e:
                 if e.status != 404:
                     raise

@@ -399,8 +399,11 @@ def test_a_policy_marked_for_adoption_becomes_the_baselines(
     start_operator(resync="2")
     name, target, _ = _baseline_facing_a_foreign_policy(custom, networking, namespaces, baselines, unique)
     eventually(lambda: _condition(custom, name).get("reason") == "NameTaken", timeout=30, message="NameTaken")
-    networking.patch_namespaced_network_policy(DENY, target, {"metadata": {"annotations": {"hedronite.io/adopt": name}}})
-    eventually(lambda: _condition(custom, name).get("status") == "True", timeout=30, message="adopted at the next resync")
+    networking.patch_namespaced_network_policy(
+        DENY, target, {"metadata": {"annotations": {"hedronite.io/adopt": name}}}
+    )
+    eventually(lambda: _condition(custom, name).get("status") == "True", timeout=30,
+               message="adopted at the next resync")
     policy = networking.read_namespaced_network_policy(DENY, target)
     assert policy.metadata.labels["hedronite.io/namespacebaseline"] == name
     assert "hedronite.io/adopt" not in (policy.metadata.annotations or {})

@@ -282,8 +282,10 @@ def test_a_foreign_namespace_survives_create_update_and_delete_of_the_tenant(
     assert _snapshot(core, namespace) == before
 
     custom.delete_cluster_custom_object(*TENANTS, name)
-    eventually(lambda: name not in {t["metadata"]["name"] for t in custom.list_cluster_custom_object(*TENANTS)["items"]},
-               timeout=30, message="Tenant deleted (its finalizer let go)")
+    eventually(
+        lambda: name not in {t["metadata"]["name"] for t in custom.list_cluster_custom_object(*TENANTS)["items"]},
+        timeout=30, message="Tenant deleted (its finalizer let go)",
+    )
     assert _snapshot(core, namespace) == before
     assert "nothing deleted" in operator.log()
     warnings = [e for e in core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
@@ -318,7 +320,8 @@ def test_name_taken_retries_slowly_then_adoption_by_annotation_takes_over(
     assert ns.metadata.labels["team"] == "x"  # others' labels stay
     assert core.read_namespaced_config_map("precious", namespace).data == {"keep": "me"}
     assert _hard(core, name)["limits.cpu"] == "2"
-    reasons = {e.reason for e in core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items}
+    events = core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+    reasons = {e.reason for e in events}
     assert "NamespaceAdopted" in reasons
     # Adopted means ours: it goes with the Tenant.
     custom.delete_cluster_custom_object(*TENANTS, name)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
-from operatorlab.operators import OperatorProcess, operator_path
+from operatorlab.operators import OperatorProcess, load_module, operator_path
 from operatorlab.wait import eventually
 
 WEBSITES = ("example.com", "v1")
@@ -48,9 +48,17 @@ def _status(custom, namespace: str, name: str) -> dict:
 
 
 def _ready(custom, namespace: str, name: str, replicas: int) -> dict | None:
-    """The status once the rollout is complete with ``replicas`` ready, else None."""
+    """The status once the reconcile applied both children and the rollout is complete with ``replicas`` ready.
+
+    Both: the Deployment watcher can report the rollout complete before the
+    reconcile has created the Service (else None).
+    """
     status = _status(custom, namespace, name)
-    done = status.get("rollout") == "Complete" and status.get("readyReplicas") == status.get("replicas") == replicas
+    done = (
+        status.get("phase") == "Applied"
+        and status.get("rollout") == "Complete"
+        and status.get("readyReplicas") == status.get("replicas") == replicas
+    )
     return status if done else None
 
 
@@ -99,7 +107,8 @@ def test_create_makes_deployment_service_and_ready_status(operator, custom, core
     labels = {"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "website-operator"}
     assert deployment.metadata.labels == labels
     (owner,) = deployment.metadata.owner_references
-    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Website", "shop", created["metadata"]["uid"], True)
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == (
+        "Website", "shop", created["metadata"]["uid"], True)
     # The watcher reacts to events; it writes nothing on the Deployment (no kopf state).
     assert not [a for a in (deployment.metadata.annotations or {}) if a.startswith("kopf")]
     (container,) = deployment.spec.template.spec.containers
@@ -359,6 +368,44 @@ def test_a_foreign_service_survives_create_update_and_delete_of_the_website(oper
     time.sleep(5)  # time for the garbage collector, were there anything of the Website's to collect
     assert _service_snapshot(core, namespace, "mine") == before
     assert [(e.type, e.reason) for e in _events(core, namespace, "mine")] == [("Warning", "NameTaken")]
+
+
+class _ServiceMadeDuringTheRead(client.CoreV1Api):
+    """The real CoreV1Api; on the first read of a Service, someone creates that Service just after.
+
+    The interleaving a real cluster shows only by chance: the operator reads
+    (not found), a user's Service of the name appears, the operator writes.
+    Every request, the user's included, goes to the real API server.
+    """
+
+    def __init__(self, api_client: client.ApiClient, make: Callable[[], None]) -> None:
+        super().__init__(api_client)
+        self._make: Callable[[], None] | None = make
+
+    def read_namespaced_service(self, *args, **kwargs):
+        try:
+            return super().read_namespaced_service(*args, **kwargs)
+        finally:
+            make, self._make = self._make, None
+            if make is not None:
+                make()
+
+
+def test_a_service_made_between_the_read_and_the_create_is_not_taken_over(api_client, custom, core, apps, namespace):
+    """The create is a plain POST: the API refuses it (409), the Service found is checked, and left alone."""
+    website_operator = load_module("website")
+    owner = custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("race"))  # no operator runs
+    racing = _ServiceMadeDuringTheRead(api_client, lambda: _user_service(core, namespace, "race"))
+    with pytest.raises(website_operator.NameTaken, match=f"Service {namespace}/race exists and was not created"):
+        website_operator.reconcile_website("race", namespace, owner["spec"], uid=owner["metadata"]["uid"],
+                                           apps=apps, core=racing)
+    svc = core.read_namespaced_service("race", namespace)
+    assert svc.metadata.owner_references is None and svc.spec.selector == {"app": "theirs"}
+    assert [(p.name, p.port) for p in svc.spec.ports] == [("web", 8080)]
+    assert all(f.manager != "website-operator" for f in svc.metadata.managed_fields), "it wrote no field of it"
+    # The Deployment, free when read, was created, and is the Website's (the garbage collector's to delete).
+    deployment = apps.read_namespaced_deployment("race", namespace)
+    assert [r.uid for r in deployment.metadata.owner_references] == [owner["metadata"]["uid"]]
 
 
 def test_adoption_by_annotation_then_the_garbage_collector_removes_it_with_the_website(

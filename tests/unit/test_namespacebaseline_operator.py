@@ -21,6 +21,7 @@ from typing import Any
 import kopf
 import pytest
 import yaml
+
 from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +62,7 @@ def test_parse_namespace_label(text: str, key: str, value: str) -> None:
     "/team=x", "k" * 64 + "=v", "team=" + "v" * 64, "team=x\n", "", None, 7,
 ])
 def test_parse_namespace_label_refuses_what_is_no_label(text: Any) -> None:
-    with pytest.raises(ValueError, match="spec.namespaceLabel must be a label as key=value") as raised:
+    with pytest.raises(ValueError, match=re.escape("spec.namespaceLabel must be a label as key=value")) as raised:
         op.parse_namespace_label(text)
     assert repr(text) in str(raised.value) and "fix spec.namespaceLabel" in str(raised.value)
 
@@ -210,8 +211,8 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
 
 
 def namespaces(*names: str, terminating: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"items": [{"metadata": {"name": n, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if n in terminating else {})}}
-                      for n in names]}
+    deleted = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
+    return {"items": [{"metadata": {"name": n, **(deleted if n in terminating else {})}} for n in names]}
 
 
 def live(policy: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +240,8 @@ SPEC = {"namespaceLabel": "team=payments", "allowDNS": True}
 
 def test_reconcile_creates_the_policies_in_every_matching_namespace() -> None:
     core = StubApi(list_namespace=namespaces("a", "b"))
-    created = [op.deny_policy_manifest("payments", n) for n in "ab"] + [op.dns_policy_manifest("payments", n) for n in "ab"]
+    created = [op.deny_policy_manifest("payments", n) for n in "ab"]
+    created += [op.dns_policy_manifest("payments", n) for n in "ab"]
     networking = StubApi(
         read_namespaced_network_policy=api_error(404),
         create_namespaced_network_policy=lambda namespace, body: body,
@@ -249,10 +251,11 @@ def test_reconcile_creates_the_policies_in_every_matching_namespace() -> None:
     status = op.reconcile_baseline("payments", SPEC, core=core, networking=networking, report=reports)
     assert status == {"namespaces": 2, "policies": 4, "phase": "Ready"}
     assert core.calls == [("list_namespace", {"label_selector": "team=payments"})]
-    assert [kw["body"] for _, kw in networking.calls_to("create")] == [
+    assert [op._as_dict(kw["body"]) for _, kw in networking.calls_to("create")] == [
         op.deny_policy_manifest("payments", "a"), op.dns_policy_manifest("payments", "a"),
         op.deny_policy_manifest("payments", "b"), op.dns_policy_manifest("payments", "b")]
-    assert [kw["label_selector"] for _, kw in networking.calls_to("list")] == ["hedronite.io/namespacebaseline=payments"] * 2
+    selectors = [kw["label_selector"] for _, kw in networking.calls_to("list")]
+    assert selectors == ["hedronite.io/namespacebaseline=payments"] * 2
     assert [r for r, _ in reports] == ["PolicyCreated"] * 4
     assert reports[0][1] == "created NetworkPolicy a/baseline-default-deny"
 
@@ -286,7 +289,7 @@ def test_reconcile_replaces_a_drifted_policy_whole_keeping_others_metadata() -> 
     op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking,
                           report=reports)
     ((_, replaced),) = networking.calls_to("replace")
-    body = replaced["body"]
+    body = op._as_dict(replaced["body"])
     assert body["spec"] == op.deny_policy_manifest("payments", "a")["spec"]
     assert body["metadata"]["resourceVersion"] == "42"  # conditional: a 409 if it changed since our GET
     assert body["metadata"]["labels"] == {**LABELS, "owner": "ops"}
@@ -328,9 +331,10 @@ def test_reconcile_adopts_a_policy_marked_for_it() -> None:
     status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")),
                                    networking=networking, report=reports)
     ((_, replaced),) = networking.calls_to("replace")
-    assert replaced["body"]["metadata"]["labels"] == LABELS
-    assert replaced["body"]["metadata"]["annotations"] == {"note": "keep me"}
-    assert replaced["body"]["metadata"]["resourceVersion"] == "42"
+    metadata = op._as_dict(replaced["body"])["metadata"]
+    assert metadata["labels"] == LABELS
+    assert metadata["annotations"] == {"note": "keep me"}
+    assert metadata["resourceVersion"] == "42"
     assert reports == [("PolicyAdopted", "adopted NetworkPolicy a/baseline-default-deny (hedronite.io/adopt=payments)")]
     assert status["phase"] == "Ready"
 
@@ -341,7 +345,8 @@ def test_reconcile_leaves_another_baselines_policies_alone() -> None:
         read_namespaced_network_policy=lambda name, namespace: theirs[name],
         list_network_policy_for_all_namespaces=policy_list(),
     )
-    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")),
+                                   networking=networking)
     assert status["policies"] == 0
     assert [m for m, _ in networking.calls if not m.startswith(("read", "list"))] == []
 
@@ -356,8 +361,8 @@ def test_reconcile_removes_policies_where_the_label_went_and_dns_when_disallowed
                                                 policy_list(kept[op.DENY_POLICY])],
     )
     reports = Reports()
-    status = op.reconcile_baseline("payments", {**SPEC, "allowDNS": False}, core=StubApi(list_namespace=namespaces("a")),
-                                   networking=networking, report=reports)
+    status = op.reconcile_baseline("payments", {**SPEC, "allowDNS": False},
+                                   core=StubApi(list_namespace=namespaces("a")), networking=networking, report=reports)
     deleted = sorted((kw["namespace"], kw["name"]) for _, kw in networking.calls_to("delete"))
     assert deleted == [("a", op.DNS_POLICY), ("gone", op.DNS_POLICY), ("gone", op.DENY_POLICY)]
     assert [r for r, _ in reports] == ["PolicyRemoved"] * 3
@@ -380,7 +385,8 @@ def test_reconcile_409_on_create_compares_theirs() -> None:
         create_namespaced_network_policy=api_error(409, "already exists"),
         list_network_policy_for_all_namespaces=policy_list(*have.values()),
     )
-    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")), networking=networking)
+    status = op.reconcile_baseline("payments", SPEC, core=StubApi(list_namespace=namespaces("a")),
+                                   networking=networking)
     assert status["policies"] == 2
     assert not networking.calls_to("replace")
 
@@ -388,7 +394,7 @@ def test_reconcile_409_on_create_compares_theirs() -> None:
 @pytest.mark.parametrize("spec", [{"namespaceLabel": "team"}, {"namespaceLabel": "a=b=c"}, {}])
 def test_reconcile_bad_label_is_permanent_and_touches_nothing(spec: dict[str, Any]) -> None:
     core, networking = StubApi(), StubApi()
-    with pytest.raises(kopf.PermanentError, match="spec.namespaceLabel") as raised:
+    with pytest.raises(kopf.PermanentError, match=re.escape("spec.namespaceLabel")) as raised:
         op.reconcile_baseline("payments", spec, core=core, networking=networking)
     assert isinstance(raised.value.__cause__, ValueError)
     assert core.calls == [] and networking.calls == []
@@ -397,7 +403,9 @@ def test_reconcile_bad_label_is_permanent_and_touches_nothing(spec: dict[str, An
 @pytest.mark.parametrize(("status", "headers", "delay"), [
     (429, {"Retry-After": "7"}, 7.0), (429, None, 10.0), (500, None, 10.0), (503, {"Retry-After": "2"}, 2.0),
 ])
-def test_reconcile_overload_is_temporary_with_a_delay(status: int, headers: dict[str, str] | None, delay: float) -> None:
+def test_reconcile_overload_is_temporary_with_a_delay(
+    status: int, headers: dict[str, str] | None, delay: float
+) -> None:
     core = StubApi(list_namespace=api_error(status, "the server is busy", headers))
     with pytest.raises(kopf.TemporaryError) as raised:
         op.reconcile_baseline("payments", SPEC, core=core, networking=StubApi())
@@ -486,6 +494,6 @@ def test_apply_to_namespace_takes_over_a_releasing_baselines_policies_in_place()
     assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports()) == 0  # not released: theirs
     assert op.apply_to_namespace(payments, "a", networking=networking, report=Reports(),
                                  takeover=frozenset({"security"})) == 2
-    relabelled = [kw["body"]["metadata"] for _, kw in networking.calls_to("replace")]
+    relabelled = [op._as_dict(kw["body"])["metadata"] for _, kw in networking.calls_to("replace")]
     assert [m["labels"]["hedronite.io/namespacebaseline"] for m in relabelled] == ["payments", "payments"]
     assert [m["uid"] for m in relabelled] == ["policy-uid", "policy-uid"]  # replaced, not re-created

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OPERATORS = {name: ROOT / "operators" / name / f"{name}_operator.py" for name in ("tenant", "website", "namespacebaseline")}
+OPERATORS = {
+    name: ROOT / "operators" / name / f"{name}_operator.py" for name in ("tenant", "website", "namespacebaseline")
+}
 
 # In every operator: error routing, API object helpers, the Ready condition.
 EVERYWHERE = ("_route_api_error", "retry_delay", "_server_message", "_serializer", "_as_dict", "_ignore",
@@ -54,7 +56,9 @@ def test_the_owner_reference_operators_have_the_same_copy(name: str) -> None:
 def test_the_comparison_sees_a_difference() -> None:
     """A changed message is a difference (so the tests above can fail)."""
     source = OPERATORS["tenant"].read_text()
-    edited = source.replace("retrying\",\n            delay=CONFLICT_RETRY_DELAY", "again\",\n            delay=CONFLICT_RETRY_DELAY")
+    edited = source.replace(
+        "retrying\",\n            delay=CONFLICT_RETRY_DELAY", "again\",\n            delay=CONFLICT_RETRY_DELAY"
+    )
     assert edited != source
     original = next(n for n in ast.parse(source).body if getattr(n, "name", "") == "_route_api_error")
     changed = next(n for n in ast.parse(edited).body if getattr(n, "name", "") == "_route_api_error")

@@ -20,6 +20,7 @@ import kopf
 import pytest
 import yaml
 from kubernetes.client import ApiException
+
 from tests.unit.stubs import StubApi, api_error, crd_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,8 @@ OWNER_UID = "0b7a9f0e-1111-2222-3333-444455556666"
 def _load_operator() -> Any:
     # Loaded by path under another name: "operator" would shadow the stdlib
     # module, and the operator is a script, not a package.
-    spec = importlib.util.spec_from_file_location("website_operator", ROOT / "operators" / "website" / "website_operator.py")
+    path = ROOT / "operators" / "website" / "website_operator.py"
+    spec = importlib.util.spec_from_file_location("website_operator", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -80,7 +82,8 @@ OWNER_REFERENCE = {"apiVersion": "example.com/v1", "kind": "Website", "name": "s
 
 def test_children_are_controlled_by_the_website() -> None:
     owner = op.owner_body("shop", OWNER_UID)
-    for manifest in (op.deployment_manifest("shop", "web", SITE, owner), op.service_manifest("shop", "web", SITE, owner)):
+    manifests = (op.deployment_manifest("shop", "web", SITE, owner), op.service_manifest("shop", "web", SITE, owner))
+    for manifest in manifests:
         assert manifest["metadata"]["ownerReferences"] == [OWNER_REFERENCE]
 
 
@@ -190,7 +193,8 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
 def test_crd_defaults_and_limits_are_the_operators(crd: dict[str, Any]) -> None:
     fields = crd_schema(crd)["properties"]["spec"]["properties"]
     assert fields["image"]["default"] == op.DEFAULT_IMAGE
-    assert (fields["port"]["default"], fields["port"]["minimum"], fields["port"]["maximum"]) == (op.DEFAULT_PORT, 1, 65535)
+    port = fields["port"]
+    assert (port["default"], port["minimum"], port["maximum"]) == (op.DEFAULT_PORT, 1, 65535)
     assert fields["replicas"]["default"] == op.DEFAULT_REPLICAS
     assert (fields["replicas"]["minimum"], fields["replicas"]["maximum"]) == (0, op.MAX_REPLICAS)
 
@@ -251,27 +255,102 @@ def desired(site: dict[str, Any] = SITE) -> tuple[dict[str, Any], dict[str, Any]
     return op.deployment_manifest("shop", "web", site, owner), op.service_manifest("shop", "web", site, owner)
 
 
-def reconcile(apps: StubApi, core: StubApi, spec: dict[str, Any] = SITE, reports: Reports | None = None) -> dict[str, Any]:
+def reconcile(
+    apps: StubApi, core: StubApi, spec: dict[str, Any] = SITE, reports: Reports | None = None
+) -> dict[str, Any]:
     return op.reconcile_website("shop", "web", spec, uid=OWNER_UID, apps=apps, core=core, report=reports)
 
 
-def test_reconcile_creates_both_children_with_server_side_apply() -> None:
+CREATE_ENTRY = {"manager": "website-operator", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {}}
+APPLY_ENTRY = {"manager": "website-operator", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {}}
+
+
+def created(manifest: dict[str, Any], *entries: dict[str, Any]) -> dict[str, Any]:
+    """A child as the API returns it after our create (and our apply): with its field managers."""
+    obj = live(manifest)
+    obj["metadata"]["managedFields"] = list(entries or [CREATE_ENTRY])
+    return obj
+
+
+def test_reconcile_creates_an_absent_child_then_applies_it_as_ours() -> None:
     deployment_, service = desired()
-    apps = StubApi(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=live(deployment_))
-    core = StubApi(read_namespaced_service=api_error(404), patch_namespaced_service=live(service))
+    apps = StubApi(read_namespaced_deployment=api_error(404), create_namespaced_deployment=created(deployment_),
+                   patch_namespaced_deployment=[created(deployment_, CREATE_ENTRY, APPLY_ENTRY), live(deployment_)])
+    core = StubApi(read_namespaced_service=api_error(404), create_namespaced_service=created(service),
+                   patch_namespaced_service=[created(service, CREATE_ENTRY, APPLY_ENTRY), live(service)])
     reports = Reports()
     status = reconcile(apps, core, reports=reports)
     assert status == {"deployment": "shop", "service": "shop", "phase": "Applied"}
-    (_, applied_deployment), = [c for c in apps.calls if c[0] == "patch_namespaced_deployment"]
-    assert applied_deployment == {
+    assert apps.called() == ["read_namespaced_deployment", "create_namespaced_deployment",
+                             "patch_namespaced_deployment", "patch_namespaced_deployment"]
+    (_, create), = apps.calls_to("create_namespaced_deployment")
+    assert create["namespace"] == "web" and create["field_manager"] == "website-operator"
+    assert op._as_dict(create["body"]) == deployment_  # a plain POST: 409 if the name was taken meanwhile
+    (_, applied), (_, handover) = apps.calls_to("patch_namespaced_deployment")
+    assert applied == {
         "name": "shop", "namespace": "web", "body": deployment_, "field_manager": "website-operator",
         "force": True, "_content_type": "application/apply-patch+yaml",
     }
-    assert [c[1]["body"] for c in core.calls if c[0] == "patch_namespaced_service"] == [service]
+    # The create's ownership entry goes once the apply owns the fields (a port it stops sending is removed).
+    assert handover["body"] == {"metadata": {"resourceVersion": "7", "managedFields": [APPLY_ENTRY]}}
+    assert [op._as_dict(kw["body"]) for _, kw in core.calls_to("create_namespaced_service")] == [service]
     assert reports == [
         ("DeploymentCreated", "created Deployment web/shop: image nginx:1.25, port 80, replicas 2"),
         ("ServiceCreated", "created Service web/shop: port 80"),
     ]
+
+
+def test_a_name_taken_between_our_read_and_our_create_is_not_taken_over() -> None:
+    # Absent when read; someone creates a Service of the name before our POST:
+    # the API refuses the POST (409), and the object found is not ours.
+    deployment_, service = desired()
+    apps = StubApi(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=[api_error(404), foreign(service)],
+                   create_namespaced_service=api_error(409, 'services "shop" already exists'))
+    reports = Reports()
+    with pytest.raises(op.NameTaken) as raised:
+        reconcile(apps, core, reports=reports)
+    assert core.called() == ["read_namespaced_service", "create_namespaced_service", "read_namespaced_service"]
+    assert "Service web/shop exists and was not created for this Website" in str(raised.value)
+    assert reports == []
+
+
+@pytest.mark.parametrize("found", ["ours", "adoptable"])
+def test_a_child_created_meanwhile_that_is_ours_or_adoptable_is_applied(found: str) -> None:
+    # Our own earlier attempt (or another replica of ours) created it, or its
+    # maker marked it for adoption: the 409 leads to the usual claim.
+    deployment_, service = desired()
+    meanwhile = live(service) if found == "ours" else foreign(service, annotations={"example.com/adopt": "shop"})
+    apps = StubApi(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=[api_error(404), meanwhile],
+                   create_namespaced_service=api_error(409, 'services "shop" already exists'),
+                   patch_namespaced_service=live(service))
+    reports = Reports()
+    reconcile(apps, core, reports=reports)
+    applies = [kw for _, kw in core.calls_to("patch_namespaced_service") if "_content_type" in kw]
+    assert [kw["body"] for kw in applies] == [service]
+    expected = [] if found == "ours" else [("ServiceAdopted", "adopted Service web/shop (example.com/adopt=shop)")]
+    assert reports == expected
+
+
+def test_a_child_created_and_deleted_meanwhile_is_retried_soon() -> None:
+    deployment_, _ = desired()
+    apps = StubApi(read_namespaced_deployment=live(deployment_), patch_namespaced_deployment=live(deployment_))
+    core = StubApi(read_namespaced_service=api_error(404), create_namespaced_service=api_error(409, "already exists"))
+    with pytest.raises(kopf.TemporaryError) as raised:
+        reconcile(apps, core)
+    assert raised.value.delay == op.CONFLICT_RETRY_DELAY and "appeared and vanished" in str(raised.value)
+    assert not core.calls_to("patch")
+
+
+def test_create_entry_removal_keeps_every_other_manager() -> None:
+    other = {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {}}
+    meta = {"resourceVersion": "9", "managedFields": [CREATE_ENTRY, APPLY_ENTRY, other]}
+    removal = op.create_entry_removal(meta)
+    assert removal == {"metadata": {"resourceVersion": "9", "managedFields": [APPLY_ENTRY, other]}}
+    assert op.create_entry_removal({"resourceVersion": "9", "managedFields": [APPLY_ENTRY]}) is None
+    # Nothing left to keep: an empty list would clear nothing.
+    assert op.create_entry_removal({"resourceVersion": "9", "managedFields": [CREATE_ENTRY]}) is None
 
 
 def test_reconcile_reports_nothing_when_nothing_changed() -> None:
@@ -308,7 +387,9 @@ def test_reconcile_reports_restored_labels() -> None:
     core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
     reports = Reports()
     reconcile(apps, core, reports=reports)
-    assert reports == [("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")]
+    assert reports == [
+        ("DeploymentUpdated", "updated Deployment web/shop: labels, owner reference or other fields restored")
+    ]
 
 
 # --- ownership: claim before touching ----------------------------------------
@@ -362,8 +443,8 @@ def test_reconcile_bad_input_is_permanent_and_touches_nothing(name: str, spec: d
 
 def test_reconcile_422_is_permanent_with_the_servers_reason() -> None:
     apps = StubApi(read_namespaced_deployment=api_error(404),
-                patch_namespaced_deployment=api_error(422, 'Deployment.apps "shop" is invalid'))
-    with pytest.raises(kopf.PermanentError, match='Deployment.apps "shop" is invalid.*fix the Website'):
+                   create_namespaced_deployment=api_error(422, 'Deployment.apps "shop" is invalid'))
+    with pytest.raises(kopf.PermanentError, match=r'Deployment\.apps "shop" is invalid.*fix the Website'):
         reconcile(apps, StubApi(read_namespaced_service=api_error(404)))
 
 
@@ -393,8 +474,9 @@ def test_reconcile_403_from_rbac_points_at_the_clusterrole() -> None:
 
 
 def test_reconcile_403_from_a_terminating_namespace_is_not_blamed_on_rbac() -> None:
-    message = 'deployments.apps "shop" is forbidden: unable to create new content in namespace web because it is being terminated'
-    apps = StubApi(read_namespaced_deployment=api_error(404), patch_namespaced_deployment=api_error(403, message))
+    message = ('deployments.apps "shop" is forbidden: '
+               "unable to create new content in namespace web because it is being terminated")
+    apps = StubApi(read_namespaced_deployment=api_error(404), create_namespaced_deployment=api_error(403, message))
     with pytest.raises(kopf.TemporaryError) as raised:
         reconcile(apps, StubApi(read_namespaced_service=api_error(404)))
     assert "being deleted" in str(raised.value) and "ClusterRole" not in str(raised.value)

@@ -58,7 +58,8 @@ def wait_crds_established(api_client, names: Iterable[str], *, timeout: float = 
     while pending and time.monotonic() < deadline:
         for name in list(pending):
             crd = ext.read_custom_resource_definition(name)
-            if any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or [])):
+            conditions = (crd.status.conditions if crd.status else None) or []  # no status yet: not established
+            if any(c.type == "Established" and c.status == "True" for c in conditions):
                 pending.discard(name)
         if pending:
             time.sleep(0.2)

@@ -16,13 +16,34 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kubernetes import client
 
 from operatorlab.operators import load_module
 
 __all__ = ["TenantReconciler", "is_being_deleted"]
+
+
+@runtime_checkable
+class TenantOperator(Protocol):
+    """What this module uses of ``operators/tenant/tenant_operator.py``, typed.
+
+    The operator file is loaded at run time (it is not a package), so its
+    module object is untyped to mypy; this protocol states the functions the
+    controllers rely on, and :class:`TenantReconciler` checks the loaded
+    module against it once, when it starts.
+    """
+
+    TENANT_LABEL: str
+
+    def reconcile_tenant(
+        self, name: str, spec: Mapping[str, Any], *, uid: str, core: client.CoreV1Api | None = None
+    ) -> dict[str, Any]: ...
+
+    def delete_tenant_namespace(self, name: str, *, uid: str | None, core: client.CoreV1Api | None = None) -> bool: ...
+
+    def namespace_name(self, tenant_name: str) -> str: ...
 
 
 def is_being_deleted(obj: Mapping[str, Any]) -> bool:
@@ -44,7 +65,13 @@ class TenantReconciler:
     """
 
     def __init__(self, api_client: client.ApiClient) -> None:
-        self.operator = load_module("tenant")
+        module = load_module("tenant")
+        if not isinstance(module, TenantOperator):
+            raise TypeError(
+                f"{module.__file__} lacks one of reconcile_tenant, delete_tenant_namespace, namespace_name "
+                f"or TENANT_LABEL, which the hand-written controllers call; restore it from git"
+            )
+        self.operator: TenantOperator = module
         self.core = client.CoreV1Api(api_client)
         self._lock = threading.Lock()
         self.reconciles = 0
@@ -85,7 +112,9 @@ class TenantReconciler:
             self.reconciles += 1
         meta = tenant["metadata"]
         try:
-            return self.operator.reconcile_tenant(meta["name"], tenant.get("spec") or {}, uid=meta["uid"], core=self.core)
+            return self.operator.reconcile_tenant(
+                meta["name"], tenant.get("spec") or {}, uid=meta["uid"], core=self.core
+            )
         except Exception:
             with self._lock:
                 self.failures += 1
@@ -101,7 +130,7 @@ class TenantReconciler:
         with self._lock:
             self.cleanups += 1
         try:
-            return bool(self.operator.delete_tenant_namespace(name, uid=uid, core=self.core))
+            return self.operator.delete_tenant_namespace(name, uid=uid, core=self.core)
         except Exception:
             with self._lock:
                 self.failures += 1
