@@ -52,8 +52,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from operatorlab.cluster import kubeconfig as kubeconfig_file
 from operatorlab.cluster import process
 
