@@ -59,7 +59,7 @@ def bench_tenant_latency(cluster, count: int) -> list[float]:
     from operatorlab import paths
     from operatorlab.cluster import manifests
     from operatorlab.operators import OperatorProcess, operator_path
-    from operatorlab.tenants import Tenants
+    from operatorlab.tenants import TENANT_LABEL, Tenants, namespace_of
 
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
     manifests.apply_crds(api, paths.crds_dir())
@@ -69,7 +69,7 @@ def bench_tenant_latency(cluster, count: int) -> list[float]:
 
     def observe() -> None:
         try:
-            for event in stream.stream(client.CoreV1Api(api).list_namespace, label_selector="hedronite.io/tenant",
+            for event in stream.stream(client.CoreV1Api(api).list_namespace, label_selector=TENANT_LABEL,
                                        timeout_seconds=300):
                 if event["type"] == "ADDED":
                     seen.setdefault(event["object"].metadata.name, time.monotonic())
@@ -87,9 +87,9 @@ def bench_tenant_latency(cluster, count: int) -> list[float]:
             sent = time.monotonic()
             tenants.create(name, cpu_quota="1")
             deadline = sent + 30
-            while f"tenant-{name}" not in seen and time.monotonic() < deadline:
+            while namespace_of(name) not in seen and time.monotonic() < deadline:
                 time.sleep(0.005)
-            latencies.append(seen[f"tenant-{name}"] - sent)
+            latencies.append(seen[namespace_of(name)] - sent)
         tenants.remove([f"bench-{i}" for i in range(count)])
     stream.stop()
     return latencies

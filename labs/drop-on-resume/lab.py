@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operatorlab import tenants
 from operatorlab.faults.variants import DropDecorator
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import VariantLab
@@ -34,8 +35,8 @@ class DropOnResume(VariantLab):
         op = self.start_variant()
         # ...later it is down for a while (a node drain), and meanwhile someone deletes the namespace.
         op.stop()
-        self.core.delete_namespace(f"tenant-{TENANT}")
-        eventually(lambda: f"tenant-{TENANT}" not in self.tenants.namespaces(), timeout=60,
+        self.core.delete_namespace(tenants.namespace_of(TENANT))
+        eventually(lambda: tenants.namespace_of(TENANT) not in self.tenants.namespaces(), timeout=60,
                    message="namespace deleted while the operator is down")
         self.start_variant()
 

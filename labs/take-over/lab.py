@@ -9,6 +9,7 @@ from typing import Any
 
 from kubernetes import client
 
+from operatorlab import tenants
 from operatorlab.faults.variants import ReplaceFunction
 from operatorlab.labs import Check, checks
 from operatorlab.labs.tenantlab import TENANT_API_VERSION, VariantLab
@@ -16,7 +17,7 @@ from operatorlab.wait import eventually
 
 VICTIM = "lab-to-victim"
 DATA = "precious"  # the user's ConfigMap in their namespace
-OWNER_LABEL = "hedronite.io/tenant"
+OWNER_LABEL = tenants.TENANT_LABEL
 REACT = 20.0  # seconds the operator gets to act on a probe Tenant
 
 # The real ownership() says "taken" for an object that is neither ours (an owner reference
@@ -53,8 +54,8 @@ class TakeOver(VariantLab):
 
     def setup(self) -> None:
         self.start_operator()
-        self.track("v1", "Namespace", f"tenant-{VICTIM}")
-        _create_foreign_namespace(self.core, f"tenant-{VICTIM}")
+        self.track("v1", "Namespace", tenants.namespace_of(VICTIM))
+        _create_foreign_namespace(self.core, tenants.namespace_of(VICTIM))
 
     def inject(self) -> None:
         # A "simplified" release of the operator rolls out, and then someone creates a Tenant
@@ -63,7 +64,7 @@ class TakeOver(VariantLab):
         self.start_variant()
         self.track(TENANT_API_VERSION, "Tenant", VICTIM)
         self.tenants.create(VICTIM, "1", f"lab {self.id}")
-        eventually(lambda: _claimed(self.core.read_namespace(f"tenant-{VICTIM}")), timeout=30,
+        eventually(lambda: _claimed(self.core.read_namespace(tenants.namespace_of(VICTIM))), timeout=30,
                    message=f"lab {self.id}: the variant took over namespace tenant-{VICTIM}")
 
     def check(self) -> list[Check]:
@@ -76,15 +77,15 @@ class TakeOver(VariantLab):
 
     def give_back(self) -> None:
         """Give the user's namespace back: the owner reference and the label the variant added go."""
-        self.core.patch_namespace(f"tenant-{VICTIM}", {"metadata": {"ownerReferences": None,
+        self.core.patch_namespace(tenants.namespace_of(VICTIM), {"metadata": {"ownerReferences": None,
                                                                     "labels": {OWNER_LABEL: None}}})
 
     # -- checks -------------------------------------------------------------------------
 
     def _victim_untouched(self) -> Check:
         label = f"the user's namespace tenant-{VICTIM} and its ConfigMap {DATA} are theirs"
-        ns = checks.get_or_none(lambda: self.core.read_namespace(f"tenant-{VICTIM}"))
-        data = checks.get_or_none(lambda: self.core.read_namespaced_config_map(DATA, f"tenant-{VICTIM}"))
+        ns = checks.get_or_none(lambda: self.core.read_namespace(tenants.namespace_of(VICTIM)))
+        data = checks.get_or_none(lambda: self.core.read_namespaced_config_map(DATA, tenants.namespace_of(VICTIM)))
         if ns is None or ns.metadata.deletion_timestamp or data is None:
             return Check(label, False, f"namespace tenant-{VICTIM} or its ConfigMap {DATA} is gone or going: the "
                                        f"user's data is lost. Start again: operatorlab lab start {self.id}")
@@ -97,7 +98,7 @@ class TakeOver(VariantLab):
     def _foreign_survives(self) -> Check:
         """A fresh foreign namespace survives a Tenant of its name being created, updated and deleted."""
         name = f"lab-to-probe-{secrets.token_hex(3)}"
-        namespace = f"tenant-{name}"
+        namespace = tenants.namespace_of(name)
         label = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
         self.track("v1", "Namespace", namespace)
         self.track(TENANT_API_VERSION, "Tenant", name)
@@ -128,7 +129,7 @@ class TakeOver(VariantLab):
         name = f"lab-to-fresh-{secrets.token_hex(3)}"
         label = "a Tenant of a free name still converges (create, update, delete)"
         self.track(TENANT_API_VERSION, "Tenant", name)
-        self.track("v1", "Namespace", f"tenant-{name}")
+        self.track("v1", "Namespace", tenants.namespace_of(name))
         self.tenants.create(name, "1", f"lab {self.id} probe")
         try:
             if not _wait(lambda: checks.tenant_reconciled(self.api, name).passed):

@@ -10,9 +10,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from operatorlab.operators import load_module
 from operatorlab.wait import eventually
 
-GROUP, VERSION, PLURAL = "hedronite.io", "v1", "tenants"
+# The Tenant's names are the operator's own (operators/tenant/tenant_operator.py): read
+# from it, never spelled again, so no lab, check, test or benchmark can drift from what
+# the operator does.
+_operator = load_module("tenant")
+GROUP: str = _operator.GROUP
+VERSION: str = _operator.VERSION
+PLURAL: str = _operator.PLURAL
+#: The label on a Tenant's namespace and quota; its value is the Tenant's name.
+TENANT_LABEL: str = _operator.TENANT_LABEL
+#: The name of the ResourceQuota in a Tenant's namespace.
+QUOTA_NAME: str = _operator.QUOTA_NAME
+
+
+def namespace_of(name: str) -> str:
+    """A Tenant's namespace, ``tenant-<name>``, by the operator's own rule.
+
+    Raises:
+        ValueError: ``name`` cannot make a namespace name (the operator refuses such a Tenant).
+    """
+    return str(_operator.namespace_name(name))
 
 
 def manifest(name: str, cpu_quota: str | int, display_name: str | None = None) -> dict[str, Any]:
@@ -74,7 +94,7 @@ class Tenants:
 
         Raises ``ApiException`` 404 if absent.
         """
-        quota = self.core.read_namespaced_resource_quota("tenant-quota", f"tenant-{name}")
+        quota = self.core.read_namespaced_resource_quota(QUOTA_NAME, namespace_of(name))
         return dict(quota.spec.hard or {}) if quota.spec else {}
 
     def delete(self, name: str, *, missing_ok: bool = True) -> None:
@@ -112,14 +132,14 @@ class Tenants:
                     raise
             if force:
                 try:
-                    self.core.delete_namespace(f"tenant-{name}")
+                    self.core.delete_namespace(namespace_of(name))
                 except client.ApiException as e:
                     if e.status != 404:
                         raise
 
         def all_gone() -> bool:
             left = self.names() | self.namespaces()
-            return not any(n in left or f"tenant-{n}" in left for n in names)
+            return not any(n in left or namespace_of(n) in left for n in names)
 
         eventually(all_gone, timeout=timeout, message=f"Tenants {names} and their namespaces deleted")
 

@@ -79,6 +79,7 @@ from typing import Any, Protocol
 import urllib3
 from kubernetes import client
 
+from operatorlab import tenants
 from operatorlab.controllers.backoff import BackoffManager
 from operatorlab.controllers.metrics import ControllerStats, CountingApiClient
 from operatorlab.controllers.pager import DEFAULT_PAGE_SIZE, list_pages
@@ -140,7 +141,7 @@ class Resource:
 
 
 #: hedronite.io/v1 Tenant (crds/tenant.yaml), cluster-scoped.
-TENANTS = Resource("hedronite.io", "v1", "tenants")
+TENANTS = Resource(tenants.GROUP, tenants.VERSION, tenants.PLURAL)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from operatorlab import tenants
 from operatorlab.labs.base import Check
 
 if TYPE_CHECKING:
     from kubernetes.client import CoreV1Api
 
-TENANTS = ("hedronite.io", "v1", "tenants")
+TENANTS = (tenants.GROUP, tenants.VERSION, tenants.PLURAL)
 
 
 def get_or_none(call: Callable[[], Any]) -> Any | None:
@@ -53,7 +54,7 @@ def tenant_reconciled(api, name: str) -> Check:
     tenant = get_or_none(lambda: custom.get_cluster_custom_object(*TENANTS, name))
     if tenant is None:
         return Check(label, False, f"Tenant {name} does not exist (kubectl get tenants)")
-    namespace = f"tenant-{name}"
+    namespace = tenants.namespace_of(name)
     evidence = f"kubectl get tenant {name} -o yaml: {tenant_evidence(tenant)}"
     ns = get_or_none(lambda: core.read_namespace(namespace))
     if ns is None:
@@ -61,14 +62,15 @@ def tenant_reconciled(api, name: str) -> Check:
     if ns.metadata.deletion_timestamp:
         return Check(label, False,
                      f"namespace {namespace} is Terminating since {ns.metadata.deletion_timestamp}. {evidence}")
-    quota = get_or_none(lambda: core.read_namespaced_resource_quota("tenant-quota", namespace))
+    quota = get_or_none(lambda: core.read_namespaced_resource_quota(tenants.QUOTA_NAME, namespace))
     if quota is None:
-        return Check(label, False, f"namespace {namespace} exists but holds no ResourceQuota tenant-quota. {evidence}")
+        return Check(label, False,
+                     f"namespace {namespace} exists but holds no ResourceQuota {tenants.QUOTA_NAME}. {evidence}")
     want = str(tenant["spec"]["cpuQuota"])
     hard = (quota.spec.hard or {}) if quota.spec else {}
     if not all(k in hard and parse_quantity(hard[k]) == parse_quantity(want) for k in ("requests.cpu", "limits.cpu")):
-        return Check(label, False, f"ResourceQuota {namespace}/tenant-quota has spec.hard {hard} but the Tenant's "
-                                   f"spec.cpuQuota is {want!r}. {evidence}")
+        return Check(label, False, f"ResourceQuota {namespace}/{tenants.QUOTA_NAME} has spec.hard {hard} "
+                                   f"but the Tenant's spec.cpuQuota is {want!r}. {evidence}")
     return Check(label, True, f"namespace {namespace} with quota cpu {want}")
 
 
@@ -91,7 +93,7 @@ def no_orphan_namespace(api, name: str) -> Check:
 
     label = f"namespace tenant-{name} not orphaned"
     tenant = get_or_none(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
-    ns = get_or_none(lambda: client.CoreV1Api(api).read_namespace(f"tenant-{name}"))
+    ns = get_or_none(lambda: client.CoreV1Api(api).read_namespace(tenants.namespace_of(name)))
     if ns is None or ns.metadata.deletion_timestamp or (tenant and not tenant["metadata"].get("deletionTimestamp")):
         return Check(label, True, "consistent with its Tenant")
     owner = "no Tenant" if tenant is None else "a Tenant being deleted"
@@ -106,7 +108,7 @@ def one_quota_per_namespace(api, names: list[str]) -> Check:
     core = client.CoreV1Api(api)
     label = "no duplicate quotas"
     for name in names:
-        quotas = _quota_names(core, f"tenant-{name}")
+        quotas = _quota_names(core, tenants.namespace_of(name))
         if len(quotas) > 1:
             return Check(label, False, f"namespace tenant-{name} holds {len(quotas)} ResourceQuotas: {quotas}")
     return Check(label, True, "at most one ResourceQuota per tenant namespace")

@@ -24,7 +24,7 @@ class TenantLab(Lab):
     def create_tenant(self, name: str, cpu: str = "1", *, wait: bool = True) -> None:
         """Create (and track) a Tenant; with ``wait``, until the operator reconciled it."""
         self.track(TENANT_API_VERSION, "Tenant", name)
-        self.track("v1", "Namespace", f"tenant-{name}")  # the operator's; its cleanup is skipped on reset
+        self.track("v1", "Namespace", tenants.namespace_of(name))  # the operator's; its cleanup is skipped on reset
         self.tenants.create(name, cpu, f"lab {self.id}")
         if wait:
             self.wait_reconciled(name)
