@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.utils import parse_quantity
 
-from operatorlab.operators import load_module
+from operatorlab import tenants
 from operatorlab.tenants import Tenants
 from operatorlab.wait import eventually
 
@@ -35,7 +35,7 @@ class TenantSet(Tenants):
     @staticmethod
     def namespace_of(tenant: str) -> str:
         """The Tenant's namespace, by the operator's own rule (``tenant-<name>``)."""
-        return load_module("tenant").namespace_name(tenant)
+        return tenants.namespace_of(tenant)
 
     def name(self, label: str | int) -> str:
         """A name unique to this test: ``ctl-<suffix>-<label>``."""
@@ -62,7 +62,7 @@ class TenantSet(Tenants):
         namespace = self.namespace_of(name)
         try:
             ns = self.core.read_namespace(namespace)
-            quota = self.core.read_namespaced_resource_quota("tenant-quota", namespace)
+            quota = self.core.read_namespaced_resource_quota(tenants.QUOTA_NAME, namespace)
         except client.ApiException as e:
             if e.status == 404:
                 return False
@@ -70,7 +70,7 @@ class TenantSet(Tenants):
         hard = (quota.spec.hard if quota.spec else None) or {}
         return (
             ns.metadata.deletion_timestamp is None
-            and (ns.metadata.labels or {}).get("hedronite.io/tenant") == name
+            and (ns.metadata.labels or {}).get(tenants.TENANT_LABEL) == name
             and all(
                 k in hard and parse_quantity(hard[k]) == parse_quantity(cpu) for k in ("requests.cpu", "limits.cpu")
             )
@@ -115,7 +115,7 @@ class TenantSet(Tenants):
         for name in self.created:
             try:
                 self.custom.patch_cluster_custom_object(
-                    "hedronite.io", "v1", "tenants", name, {"metadata": {"finalizers": None}}
+                    tenants.GROUP, tenants.VERSION, tenants.PLURAL, name, {"metadata": {"finalizers": None}}
                 )
             except client.ApiException as e:
                 if e.status != 404:
