@@ -557,9 +557,41 @@ def _ensure(child: _Child, before: dict[str, Any] | None, owner: kopf.Body, repo
     after = _as_dict(child.apply(child.desired))
     if _essence(before) != _essence(after):
         report(f"{child.kind}Updated", f"updated {child.kind} {where}: {describe_change(child.kind, before, after)}")
-    handover = create_entry_removal(after["metadata"])
-    if handover is not None:
-        child.patch(handover)
+    _hand_over(child, after)
+
+
+# How often the create's field-ownership entry is re-read and removed when
+# another writer changed the child meanwhile (the Deployment controller stamps
+# its revision annotation right after a create).
+HANDOVER_ATTEMPTS = 5
+
+
+def _hand_over(child: _Child, current: dict[str, Any]) -> None:
+    """Remove the create's field-ownership entry from the child (see create_entry_removal).
+
+    The removal is conditional on the resourceVersion it was computed from,
+    so a child changed in between answers 409: read it again and recompute,
+    keeping every entry the other writer has just made.
+    """
+    for _ in range(HANDOVER_ATTEMPTS):
+        handover = create_entry_removal(current["metadata"])
+        if handover is None:
+            return
+        try:
+            child.patch(handover)
+            return
+        except ApiException as e:
+            if e.status != 409:
+                raise
+        latest = _read(child.read)
+        if latest is None:  # deleted meanwhile: the next reconcile creates it anew
+            return
+        current = latest
+    where = f"{child.desired['metadata']['namespace']}/{child.desired['metadata']['name']}"
+    raise kopf.TemporaryError(
+        f"{child.kind} {where} kept changing while we handed its fields over to our apply; retrying",
+        delay=CONFLICT_RETRY_DELAY,
+    )
 
 
 def create_entry_removal(meta: Mapping[str, Any]) -> dict[str, Any] | None:

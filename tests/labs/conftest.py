@@ -1,16 +1,26 @@
-"""Shared by the lab tests: nothing a lab recorded outlives its reset."""
+"""Shared by the lab tests: the clusters labs run on; nothing a lab recorded outlives its reset.
+
+A Tenant operator reconciles every Tenant of its cluster (they are cluster-scoped), so two
+at once on one cluster would fight. The labs that run one therefore get a cluster of their
+own, ``labs-tenant``, and one xdist group for it: they run beside the session's Tenant tests
+instead of queueing behind them. Labs that stop control-plane components get another,
+``labs-private``, never the shared one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from operatorlab import paths
+from operatorlab.cluster import LocalCluster, manifests
 from operatorlab.labs import Lab
 from operatorlab.labs.state import LabState
+from tests.labs.clusters import TENANT_LABS
 
 
 def _assert_nothing_left(lab: Lab, recorded: LabState) -> None:
@@ -31,3 +41,27 @@ def _assert_nothing_left(lab: Lab, recorded: LabState) -> None:
 @pytest.fixture
 def nothing_left() -> Callable[[Lab, LabState], None]:
     return _assert_nothing_left
+
+
+def _own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(name, root=tmp_path_factory.mktemp("clusters"))
+    try:
+        cluster.up(log=lambda _: None)
+        from kubernetes import config
+
+        manifests.apply_crds(config.new_client_from_config(config_file=str(cluster.kubeconfig)), paths.crds_dir())
+        yield cluster
+    finally:
+        cluster.down(purge=True, log=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def tenant_lab_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """The cluster of the labs that run the Tenant operator (started by the first test that asks)."""
+    yield from _own_cluster(TENANT_LABS, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster for labs that stop control-plane components."""
+    yield from _own_cluster("labs-private", tmp_path_factory)

@@ -2,8 +2,9 @@
 reset leaves nothing behind.
 
 This proves each check can fail and each reference fix really fixes. Labs that run the
-Tenant (or NamespaceBaseline) operator share that operator's xdist group; labs that stop
-control-plane components run on a private cluster, never on the session's shared one.
+Tenant operator run on a cluster of their own, the NamespaceBaseline lab shares that
+operator's xdist group, and labs that stop control-plane components run on a private
+cluster, never on the session's shared one (see conftest.py).
 """
 
 from __future__ import annotations
@@ -13,36 +14,22 @@ import time
 import pytest
 import urllib3
 
-from operatorlab import paths
-from operatorlab.cluster import LocalCluster, current, manifests
+from operatorlab.cluster import current
 from operatorlab.labs import registry, runner
+from tests.labs.clusters import cluster_for, xdist_group_of
 
 LABS = registry.discover()
 
 
 def _param(lab_id: str, cls) -> pytest.param:
-    marks = [pytest.mark.xdist_group(cls.xdist_group)] if cls.xdist_group else []
-    if "local" in cls.requires:
-        marks = [pytest.mark.xdist_group(f"lab-private-{lab_id}")]
-    return pytest.param(lab_id, marks=marks, id=lab_id)
-
-
-@pytest.fixture(scope="module")
-def private_cluster(tmp_path_factory):
-    """A cluster of this module's own, for labs that stop control-plane components."""
-    cluster = LocalCluster("labs-private", root=tmp_path_factory.mktemp("clusters"))
-    cluster.up(log=lambda _: None)
-    from kubernetes import config
-
-    manifests.apply_crds(config.new_client_from_config(config_file=str(cluster.kubeconfig)), paths.crds_dir())
-    yield cluster
-    cluster.down(purge=True, log=lambda _: None)
+    group = xdist_group_of(lab_id, cls)
+    return pytest.param(lab_id, marks=[pytest.mark.xdist_group(group)] if group else [], id=lab_id)
 
 
 @pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in LABS.items()])
 def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path, nothing_left):
     cls = LABS[lab_id]
-    cluster = request.getfixturevalue("private_cluster") if "local" in cls.requires else current()
+    cluster = cluster_for(cls, request)
     ctx = runner.context(cluster, state_dir=tmp_path / "state")
     lab = runner.create(cls, ctx)
     started = time.monotonic()

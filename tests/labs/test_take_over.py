@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from operatorlab.cluster import current
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
+from tests.labs.clusters import TENANT_LABS, cluster_for
 
-pytestmark = pytest.mark.xdist_group("tenant-operator")
+pytestmark = pytest.mark.xdist_group(TENANT_LABS)
 
 FOREIGN = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
 FREE = "a Tenant of a free name still converges (create, update, delete)"
@@ -29,8 +29,9 @@ def ownership(meta: Mapping[str, Any], owner: kopf.Body) -> str:
 
 
 @pytest.fixture
-def lab(tmp_path, nothing_left) -> Iterator:
-    lab = runner.create(registry.get("take-over"), runner.context(current(), state_dir=tmp_path / "state"))
+def lab(tmp_path, request, nothing_left) -> Iterator:
+    cls = registry.get("take-over")
+    lab = runner.create(cls, runner.context(cluster_for(cls, request), state_dir=tmp_path / "state"))
     try:
         runner.start(lab)
         yield lab

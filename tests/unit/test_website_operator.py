@@ -300,6 +300,40 @@ def test_reconcile_creates_an_absent_child_then_applies_it_as_ours() -> None:
     ]
 
 
+def test_the_hand_over_is_recomputed_when_the_child_changed_meanwhile() -> None:
+    # The Deployment controller stamps its revision annotation right after our
+    # create: the conditional removal answers 409; we read the child again and
+    # remove our create's entry from what is there now, keeping the newcomer's.
+    deployment_, service = desired()
+    controller = {"manager": "kube-controller-manager", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {}}
+    stamped = created(deployment_, CREATE_ENTRY, APPLY_ENTRY, controller)
+    stamped["metadata"]["resourceVersion"] = "8"
+    apps = StubApi(read_namespaced_deployment=[api_error(404), stamped],
+                   create_namespaced_deployment=created(deployment_),
+                   patch_namespaced_deployment=[created(deployment_, CREATE_ENTRY, APPLY_ENTRY),
+                                                api_error(409, "the object has been modified"), live(deployment_)])
+    core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
+    reconcile(apps, core)
+    handovers = [kw["body"] for _, kw in apps.calls_to("patch_namespaced_deployment") if "_content_type" not in kw]
+    assert handovers == [
+        {"metadata": {"resourceVersion": "7", "managedFields": [APPLY_ENTRY]}},
+        {"metadata": {"resourceVersion": "8", "managedFields": [APPLY_ENTRY, controller]}},
+    ]
+
+
+def test_a_hand_over_that_keeps_conflicting_is_retried_soon() -> None:
+    deployment_, service = desired()
+    apps = StubApi(read_namespaced_deployment=[api_error(404), created(deployment_, CREATE_ENTRY, APPLY_ENTRY)],
+                   create_namespaced_deployment=created(deployment_),
+                   patch_namespaced_deployment=[created(deployment_, CREATE_ENTRY, APPLY_ENTRY),
+                                                api_error(409, "the object has been modified")])
+    core = StubApi(read_namespaced_service=live(service), patch_namespaced_service=live(service))
+    with pytest.raises(kopf.TemporaryError) as raised:
+        reconcile(apps, core)
+    assert raised.value.delay == op.CONFLICT_RETRY_DELAY and "kept changing" in str(raised.value)
+    assert len(apps.calls_to("patch_namespaced_deployment")) == 1 + op.HANDOVER_ATTEMPTS
+
+
 def test_a_name_taken_between_our_read_and_our_create_is_not_taken_over() -> None:
     # Absent when read; someone creates a Service of the name before our POST:
     # the API refuses the POST (409), and the object found is not ours.
