@@ -385,7 +385,9 @@ def test_a_foreign_policy_survives_create_update_and_delete_of_the_baseline(
 
     custom.patch_cluster_custom_object(*NSB, name, {"spec": {"allowDNS": False}})
     eventually(lambda: _policies(networking, target) == [DENY], timeout=30, message="our DNS policy removed")
-    assert _condition(custom, name)["observedGeneration"] == 2 and _condition(custom, name)["reason"] == "NameTaken"
+    # The condition is written after the delete: wait for it to speak of generation 2.
+    eventually(lambda: (_condition(custom, name).get("observedGeneration"), _condition(custom, name).get("reason"))
+               == (2, "NameTaken"), timeout=30, message="NameTaken, observed at generation 2")
     assert _policy_snapshot(networking, target, DENY) == before
 
     custom.delete_cluster_custom_object(*NSB, name)
