@@ -96,33 +96,57 @@ class TakeOver(VariantLab):
         return Check(label, True, "no owner reference, no owner label")
 
     def _foreign_survives(self) -> Check:
-        """A fresh foreign namespace survives a Tenant of its name being created, updated and deleted."""
-        name = f"lab-to-probe-{secrets.token_hex(3)}"
-        namespace = tenants.namespace_of(name)
+        """Fresh foreign namespaces survive Tenants of their names being created, updated and deleted.
+
+        Two of them, probed at once: a plain one, and one that even carries the operator's
+        label naming the Tenant (anyone can set a label: it proves nothing about who made
+        the namespace). Nothing may change in either, and nothing may appear in them.
+        """
         label = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
-        self.track("v1", "Namespace", namespace)
-        self.track(TENANT_API_VERSION, "Tenant", name)
-        _create_foreign_namespace(self.core, namespace)
-        before = _fingerprint(self.core, namespace)
+        token = secrets.token_hex(3)
+        plain, spoofed = f"lab-to-probe-{token}", f"lab-to-label-{token}"
+        probes: dict[str, dict[str, Any]] = {}  # probe Tenant -> its namespace's fingerprint before
+        for name, labels in ((plain, {}), (spoofed, {OWNER_LABEL: spoofed})):
+            namespace = tenants.namespace_of(name)
+            self.track("v1", "Namespace", namespace)
+            self.track(TENANT_API_VERSION, "Tenant", name)
+            _create_foreign_namespace(self.core, namespace, labels)
+            probes[name] = _fingerprint(self.core, namespace)
+        # Seen twice: while the Tenant lives (what its owner reference would let the garbage
+        # collector sweep away later is still there) and once it is gone.
+        reacted, gone, during, after = {}, {}, {}, {}
         try:
-            self.tenants.create(name, "1", f"lab {self.id} probe")
-            reacted = _wait(lambda: _name_taken(self.tenants.get(name)) or _fingerprint(self.core, namespace) != before)
-            self.tenants.patch_spec(name, cpuQuota="2")
+            for name in probes:
+                self.tenants.create(name, "1", f"lab {self.id} probe")
+            for name, before in probes.items():
+                reacted[name] = _wait(lambda n=name, b=before: _name_taken(self.tenants.get(n))
+                                      or _fingerprint(self.core, tenants.namespace_of(n)) != b)
+            for name in probes:
+                self.tenants.patch_spec(name, cpuQuota="2")
             time.sleep(2)
-            gone = self._delete_tenant(name)
-            after = _fingerprint(self.core, namespace)
+            for name in probes:
+                during[name] = _fingerprint(self.core, tenants.namespace_of(name))
+            for name in probes:
+                gone[name] = self._delete_tenant(name)
+                after[name] = _fingerprint(self.core, tenants.namespace_of(name))
         finally:
-            self._delete_tenant(name, force=True)
-            checks.get_or_none(lambda: self.core.delete_namespace(namespace))
-        if after != before:
-            return Check(label, False, f"namespace {namespace} (made by someone else, with ConfigMap {DATA}) was "
-                                       f"changed by the operator for Tenant {name}: {_changes(before, after)}")
-        if not reacted:
-            return Check(label, False, f"Tenant {name} got no Ready condition within {REACT:g} s: is the "
-                                       f"operator running? Its log: {self.operator().log_path}")
-        if not gone:
-            return Check(label, False, f"Tenant {name} was not deleted within {REACT:g} s: its finalizer stayed")
-        return Check(label, True, "untouched; the Tenant said NameTaken")
+            for name in probes:
+                self._delete_tenant(name, force=True)
+                checks.get_or_none(lambda n=name: self.core.delete_namespace(tenants.namespace_of(n)))
+        for name, before in probes.items():
+            namespace = tenants.namespace_of(name)
+            labelled = f" (labelled {OWNER_LABEL}={name} by its maker)" if name == spoofed else ""
+            for seen in (during.get(name), after.get(name)):
+                if seen != before:
+                    return Check(label, False, f"namespace {namespace}{labelled}, made by someone else with "
+                                               f"ConfigMap {DATA}, was changed by the operator for Tenant {name}: "
+                                               f"{_changes(before, seen or {'namespace': 'gone'})}")
+            if not reacted[name]:
+                return Check(label, False, f"Tenant {name} got no NameTaken condition within {REACT:g} s: is the "
+                                           f"operator running? Its log: {self.operator().log_path}")
+            if not gone[name]:
+                return Check(label, False, f"Tenant {name} was not deleted within {REACT:g} s: its finalizer stayed")
+        return Check(label, True, "untouched, even with the operator's label on it; the Tenants said NameTaken")
 
     def _free_name_converges(self) -> Check:
         """A Tenant of a free name still gets its namespace and quota, follows an update and goes."""
@@ -155,9 +179,9 @@ class TakeOver(VariantLab):
         return force or _wait(lambda: name not in self.tenants.names())
 
 
-def _create_foreign_namespace(core: client.CoreV1Api, name: str) -> None:
-    """A namespace made by a person, not the operator, with their data in it."""
-    core.create_namespace({"metadata": {"name": name, "labels": {"team": "someone-else"}}})
+def _create_foreign_namespace(core: client.CoreV1Api, name: str, labels: dict[str, str] | None = None) -> None:
+    """A namespace made by a person, not the operator, with their data in it (and ``labels``)."""
+    core.create_namespace({"metadata": {"name": name, "labels": {"team": "someone-else", **(labels or {})}}})
     core.create_namespaced_config_map(name, {"metadata": {"name": DATA}, "data": {"notes": "years of work"}})
 
 
@@ -170,14 +194,16 @@ def _refs(ns: client.V1Namespace) -> list[str]:
 
 
 def _fingerprint(core: client.CoreV1Api, namespace: str) -> dict[str, Any]:
-    """What must not change: the namespace's resourceVersion, labels, owners, deletion; its ConfigMap's."""
+    """What must not change: the namespace's resourceVersion, labels, owners, deletion; its ConfigMap's;
+    and its ResourceQuotas (none: a quota the operator put in someone else's namespace caps their work)."""
     ns = checks.get_or_none(lambda: core.read_namespace(namespace))
     data = checks.get_or_none(lambda: core.read_namespaced_config_map(DATA, namespace))
     if ns is None:
         return {"namespace": "gone"}
+    quotas = sorted(q.metadata.name for q in core.list_namespaced_resource_quota(namespace).items)
     return {"resourceVersion": ns.metadata.resource_version, "labels": ns.metadata.labels,
             "ownerReferences": _refs(ns), "deletionTimestamp": ns.metadata.deletion_timestamp,
-            DATA: data.metadata.resource_version if data else "gone"}
+            DATA: data.metadata.resource_version if data else "gone", "resourceQuotas": quotas}
 
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -192,6 +218,8 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> str:
             said.append(f"metadata.{key} was {before[key]}, is {after[key]}")
     if after[DATA] != before[DATA]:
         said.append(f"ConfigMap {DATA}: resourceVersion {before[DATA]} -> {after[DATA]}")
+    if after["resourceQuotas"] != before["resourceQuotas"]:
+        said.append(f"ResourceQuotas were {before['resourceQuotas']}, are {after['resourceQuotas']}")
     return "; ".join(said) or f"metadata.resourceVersion {before['resourceVersion']} -> {after['resourceVersion']}"
 
 

@@ -274,11 +274,18 @@ def service_manifest(name: str, namespace: str, site: Mapping[str, Any], owner: 
 
 
 def owning_website(deployment: Mapping[str, Any]) -> str | None:
-    """The name of the Website that controls a Deployment, or None."""
-    for ref in (deployment.get("metadata") or {}).get("ownerReferences") or []:
+    """The name of the Website whose own Deployment this is, or None.
+
+    Its controller reference names a Website, and the Deployment bears that
+    Website's name, as every child does: anyone may put an owner reference
+    and our label on a Deployment of their own (``decoy``), and its replica
+    counts must not pass for the Website's.
+    """
+    meta = deployment.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
         if ref.get("apiVersion") == f"{GROUP}/{VERSION}" and ref.get("kind") == KIND and ref.get("controller"):
             name = ref.get("name")
-            return name if isinstance(name, str) else None
+            return name if isinstance(name, str) and name == meta.get("name") else None
     return None
 
 

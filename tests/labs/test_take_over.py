@@ -1,7 +1,7 @@
 """The take-over lab grades behaviour: what is not the fix fails its check.
 
 tests/labs/test_labs.py proves the lab's protocol (its checks pass after setup, fail after
-inject, pass after the reference fix; reset leaves nothing). Here: three ways to make the
+inject, pass after the reference fix; reset leaves nothing). Here: the ways to make the
 symptom go away without fixing the operator, each caught by a behavioural check.
 """
 
@@ -25,6 +25,35 @@ TAKES_NOTHING = '''\
 def ownership(meta: Mapping[str, Any], owner: kopf.Body) -> str:
     """Whose an existing object is: never ours."""
     return TAKEN
+'''
+
+# Trusts the operator's label as proof of ownership: anyone can set a label.
+TRUSTS_THE_LABEL = '''\
+def ownership(meta: Mapping[str, Any], owner: kopf.Body) -> str:
+    """Whose an existing object is: a namespace carrying our label is taken to be handed over."""
+    refs = meta.get("ownerReferences") or []
+    if any(ref.get("uid") == owner.metadata.uid for ref in refs):
+        return OURS
+    if (meta.get("labels") or {}).get(TENANT_LABEL) == owner.metadata.name:
+        return ADOPTABLE
+    return TAKEN
+'''
+
+# Claims nothing it did not make, but puts its quota into the namespace all the same.
+QUOTA_ANYWAY = '''\
+def reconcile_tenant(name, spec, *, uid, core=None, report=None):
+    """The namespace is refused as taken; the quota goes in regardless."""
+    namespace, cpu = namespace_name(name), cpu_quota(spec)
+    core = CoreV1Api() if core is None else core
+    report = _ignore if report is None else report
+    owner = owner_body(name, uid)
+    try:
+        _ensure_namespace(core, owner, report)
+    except NameTaken:
+        _ensure_quota(core, owner, cpu, report)
+        raise
+    _ensure_quota(core, owner, cpu, report)
+    return {"namespace": namespace, "cpuQuota": cpu, "phase": "Ready"}
 '''
 
 
@@ -65,3 +94,15 @@ def test_an_operator_that_skips_every_existing_object_is_not_a_fix(lab):
     lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("ownership", TAKES_NOTHING)]))
     lab.give_back()
     assert failing(lab) == [FREE]  # check restarts the operator from the edited copy: updates never converge
+
+
+def test_an_operator_that_trusts_its_own_label_is_not_a_fix(lab):
+    lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("ownership", TRUSTS_THE_LABEL)]))
+    lab.give_back()
+    assert failing(lab) == [FOREIGN]  # the probe namespace that carries the label is taken over
+
+
+def test_an_operator_that_refuses_the_namespace_but_fills_it_is_not_a_fix(lab):
+    lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("reconcile_tenant", QUOTA_ANYWAY)]))
+    lab.give_back()
+    assert FOREIGN in failing(lab)  # a ResourceQuota appeared in someone else's namespace

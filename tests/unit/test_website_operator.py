@@ -128,10 +128,15 @@ def test_image_or_port_change_the_pod_template_replicas_do_not() -> None:
 
 def test_owning_website_reads_the_controller_reference() -> None:
     owner = OWNER_REFERENCE
-    assert op.owning_website({"metadata": {"ownerReferences": [owner]}}) == "shop"
-    assert op.owning_website({"metadata": {"ownerReferences": [{**owner, "controller": False}]}}) is None
-    assert op.owning_website({"metadata": {"ownerReferences": [{**owner, "kind": "Tenant"}]}}) is None
+    def deployment(name: str, **ref: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name, "ownerReferences": [{**owner, **ref}]}}
+
+    assert op.owning_website(deployment("shop")) == "shop"
+    assert op.owning_website(deployment("shop", controller=False)) is None
+    assert op.owning_website(deployment("shop", kind="Tenant")) is None
     assert op.owning_website({"metadata": {}}) is None
+    # A Deployment of another name that claims the Website as its controller is not its Deployment.
+    assert op.owning_website(deployment("decoy")) is None
 
 
 # --- rollout status ---------------------------------------------------------
