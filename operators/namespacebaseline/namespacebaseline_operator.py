@@ -32,8 +32,10 @@ label ``hedronite.io/namespacebaseline=<baseline>`` marks them as ours instead:
   hedronite.io/adopt=<baseline>``, by whoever may annotate it (RBAC decides).
   The operator then relabels it as the baseline's, restores the baseline's
   spec, removes the annotation and posts ``PolicyAdopted``.
-* **Delete only what is ours**: every delete follows a LIST by our label, and
-  a policy another baseline labelled is left to that baseline.
+* **Delete only what is ours**: every delete follows a LIST by our label and
+  keeps only policies of our two names (a label is easily copied onto a
+  policy of one's own); a policy another baseline labelled is left to that
+  baseline.
 * **What outlives its owner, deliberately**: the policies stay when their
   NamespaceBaseline is deleted (fail-closed); its status says so in the Ready
   condition's message. Delete them by label to open the namespaces:
@@ -128,6 +130,9 @@ ADOPT_ANNOTATION = "hedronite.io/adopt"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 DENY_POLICY = "baseline-default-deny"
 DNS_POLICY = "baseline-allow-dns"
+# Ours is a policy of one of these names that carries our label: a label alone
+# is not enough (anyone may copy it onto a policy of their own).
+OUR_POLICIES = frozenset({DENY_POLICY, DNS_POLICY})
 
 # The same pattern as spec.namespaceLabel in crds/namespacebaseline.yaml (a
 # unit test checks they match): key=value, the key an optional DNS-subdomain
@@ -397,7 +402,7 @@ def remove_from_namespace(
     """Delete the baseline's policies from one namespace; return how many it deleted."""
     listed = _as_dict(networking.list_namespaced_network_policy(
         namespace=namespace, label_selector=f"{BASELINE_LABEL}={baseline}"))
-    policies = listed.get("items") or []
+    policies = [p for p in listed.get("items") or [] if p["metadata"]["name"] in OUR_POLICIES]
     for policy in policies:
         _delete_policy(networking, policy, report)
     return len(policies)
@@ -413,9 +418,10 @@ def count_applied(baseline: str, *, networking: kubernetes.client.NetworkingV1Ap
 
 
 def _policies_of(networking: NetworkingV1Api, baseline: str) -> list[dict[str, Any]]:
+    """The baseline's policies in every namespace: our label naming it, and one of our names."""
     listed = _as_dict(networking.list_network_policy_for_all_namespaces(
         label_selector=f"{BASELINE_LABEL}={baseline}"))
-    return listed.get("items") or []
+    return [p for p in listed.get("items") or [] if p["metadata"]["name"] in OUR_POLICIES]
 
 
 def _ensure_policy(
@@ -721,10 +727,14 @@ def baselines(name: str, uid: str, spec: kopf.Spec, **_: Any) -> dict[str, dict[
 
 
 @kopf.index("networking.k8s.io", "v1", "networkpolicies", labels={BASELINE_LABEL: kopf.PRESENT})
-def baseline_policies(namespace: str | None, labels: kopf.Labels, **_: Any) -> dict[tuple[str, str], bool]:
+def baseline_policies(
+    name: str, namespace: str | None, labels: kopf.Labels, **_: Any
+) -> dict[tuple[str, str], bool]:
     """In-memory index of where each baseline's policies are: (namespace, baseline)."""
     if namespace is None:  # kopf's signature allows it; a NetworkPolicy always has one
         raise kopf.PermanentError(f"NetworkPolicy labelled {BASELINE_LABEL} without a namespace: not indexed")
+    if name not in OUR_POLICIES:  # someone's own policy that copied our label
+        return {}
     return {(namespace, labels[BASELINE_LABEL]): True}
 
 

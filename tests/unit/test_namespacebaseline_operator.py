@@ -450,6 +450,20 @@ def test_remove_from_namespace_deletes_only_this_baselines_policies() -> None:
     assert reports == [("PolicyRemoved", "removed NetworkPolicy a/baseline-default-deny")]  # the 404 was gone already
 
 
+def test_a_policy_of_another_name_that_copied_our_label_is_not_ours() -> None:
+    # Someone's own policy, labelled as the baseline's (copied from ours, say): never deleted, never counted.
+    theirs = copy.deepcopy(op.deny_policy_manifest("payments", "a"))
+    theirs["metadata"]["name"] = "my-allow-web"
+    networking = StubApi(list_namespaced_network_policy=policy_list(theirs),
+                         list_network_policy_for_all_namespaces=policy_list(theirs))
+    assert op.remove_from_namespace("payments", "a", networking=networking, report=Reports()) == 0
+    assert op.count_applied("payments", networking=networking)["policies"] == 0
+    assert not networking.calls_to("delete")
+    labels = {op.BASELINE_LABEL: "payments"}
+    assert op.baseline_policies(name="my-allow-web", namespace="a", labels=labels) == {}
+    assert op.baseline_policies(name=op.DENY_POLICY, namespace="a", labels=labels) == {("a", "payments"): True}
+
+
 def test_count_applied_counts_namespaces_and_policies() -> None:
     listed = policy_list(*existing("a").values(), op.deny_policy_manifest("payments", "b"))
     networking = StubApi(list_network_policy_for_all_namespaces=listed)
