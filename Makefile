@@ -1,6 +1,6 @@
 # Operator Lab. `make lab` and `make test` each install whatever is missing first:
 # the Python environment (.venv), then the control-plane binaries (built from Go
-# modules into ~/.cache/operatorlab, once; 20-40 min cold on 2 cores).
+# modules into ~/.cache/operatorlab, once; about 15 min cold on 2 cores).
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help

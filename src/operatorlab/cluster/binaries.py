@@ -76,7 +76,7 @@ def find() -> Binaries:
     if missing:
         raise BinariesMissing(
             f"control-plane binaries missing in {binaries.dir}: {', '.join(missing)}.\n"
-            "Build them (once, 20-40 min cold on 2 cores) with:  make setup"
+            "Build them (once, about 15 min cold on 2 cores) with:  make setup"
         )
     return binaries
 
