@@ -402,7 +402,7 @@ def remove_from_namespace(
     """Delete the baseline's policies from one namespace; return how many it deleted."""
     listed = _as_dict(networking.list_namespaced_network_policy(
         namespace=namespace, label_selector=f"{BASELINE_LABEL}={baseline}"))
-    policies = [p for p in listed.get("items") or [] if p["metadata"]["name"] in OUR_POLICIES]
+    policies = _ours(listed)
     for policy in policies:
         _delete_policy(networking, policy, report)
     return len(policies)
@@ -421,6 +421,11 @@ def _policies_of(networking: NetworkingV1Api, baseline: str) -> list[dict[str, A
     """The baseline's policies in every namespace: our label naming it, and one of our names."""
     listed = _as_dict(networking.list_network_policy_for_all_namespaces(
         label_selector=f"{BASELINE_LABEL}={baseline}"))
+    return _ours(listed)
+
+
+def _ours(listed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The policies of a LIST by our label that also bear one of our names (see OUR_POLICIES)."""
     return [p for p in listed.get("items") or [] if p["metadata"]["name"] in OUR_POLICIES]
 
 

@@ -519,6 +519,11 @@ class _Child:
         self.kind, self.desired = kind, desired
         self.read, self.create, self.apply, self.patch = read, create, apply, patch
 
+    @property
+    def where(self) -> str:
+        """``namespace/name``, for messages."""
+        return f"{self.desired['metadata']['namespace']}/{self.desired['metadata']['name']}"
+
 
 def _read(read: Callable[[], Any]) -> dict[str, Any] | None:
     """The object as a dict, or None if it does not exist."""
@@ -540,7 +545,7 @@ def _ensure(child: _Child, before: dict[str, Any] | None, owner: kopf.Body, repo
     it is ours or marked for adoption. Server-side apply, which creates or
     takes over whatever it finds, only ever writes a child verified ours.
     """
-    where = f"{child.desired['metadata']['namespace']}/{child.desired['metadata']['name']}"
+    where = child.where
     if before is None:
         try:
             before = _as_dict(child.create(child.desired))
@@ -594,9 +599,8 @@ def _hand_over(child: _Child, current: dict[str, Any]) -> None:
         if latest is None:  # deleted meanwhile: the next reconcile creates it anew
             return
         current = latest
-    where = f"{child.desired['metadata']['namespace']}/{child.desired['metadata']['name']}"
     raise kopf.TemporaryError(
-        f"{child.kind} {where} kept changing while we handed its fields over to our apply; retrying",
+        f"{child.kind} {child.where} kept changing while we handed its fields over to our apply; retrying",
         delay=CONFLICT_RETRY_DELAY,
     )
 

@@ -1,4 +1,5 @@
-"""Which cluster, and which xdist group, a lab's test runs on (the fixtures are in conftest.py)."""
+"""Which cluster, and which xdist group, a lab's test runs on (the fixtures are in conftest.py,
+whose docstring says why)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,22 @@ from operatorlab.labs import Lab
 # The cluster of the labs that run the Tenant operator, and the xdist group of their tests.
 TENANT_LABS = "labs-tenant"
 
+
+def _placement(lab_cls: type[Lab]) -> tuple[str | None, str | None]:
+    """``(fixture of the lab's own cluster, or None for the session's; its xdist group)``."""
+    if "local" in lab_cls.requires:
+        return "private_cluster", f"lab-private-{lab_cls.id}"
+    if lab_cls.xdist_group == "tenant-operator":
+        return "tenant_lab_cluster", TENANT_LABS
+    return None, lab_cls.xdist_group
+
+
 def cluster_for(lab_cls: type[Lab], request: pytest.FixtureRequest) -> Cluster:
-    """The cluster a lab's test runs it on (see the module docstring)."""
-    if "local" in lab_cls.requires:
-        return request.getfixturevalue("private_cluster")
-    if lab_cls.xdist_group == "tenant-operator":
-        return request.getfixturevalue("tenant_lab_cluster")
-    return current()
+    """The cluster a lab's test runs it on."""
+    fixture, _ = _placement(lab_cls)
+    return current() if fixture is None else request.getfixturevalue(fixture)
 
 
-def xdist_group_of(lab_id: str, lab_cls: type[Lab]) -> str | None:
-    """The xdist group a lab's test joins: its cluster's, or its operator's on the shared one."""
-    if "local" in lab_cls.requires:
-        return f"lab-private-{lab_id}"
-    if lab_cls.xdist_group == "tenant-operator":
-        return TENANT_LABS
-    return lab_cls.xdist_group
+def xdist_group_of(lab_cls: type[Lab]) -> str | None:
+    """The xdist group a lab's test joins: its own cluster's, or its operator's on the shared one."""
+    return _placement(lab_cls)[1]

@@ -22,7 +22,7 @@ LABS = registry.discover()
 
 
 def _param(lab_id: str, cls) -> pytest.param:
-    group = xdist_group_of(lab_id, cls)
+    group = xdist_group_of(cls)
     return pytest.param(lab_id, marks=[pytest.mark.xdist_group(group)] if group else [], id=lab_id)
 
 
