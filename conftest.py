@@ -6,7 +6,9 @@ it starts, which is before any fixture runs. So this happens in
 ``pytest_configure``, in the xdist controller only (workers inherit the
 environment).
 
-- ``OPERATORLAB_CLUSTER=existing``: test against the current kubeconfig context.
+- ``OPERATORLAB_CLUSTER=existing``: test against the current kubeconfig context; the
+  tests marked ``local_cluster`` (they need Operator Lab's own binaries, certificates or
+  processes) are skipped, with that reason.
 - otherwise: a local cluster named ``test`` (separate from the ``lab`` one a
   learner uses), stopped and deleted at the end if this session started it.
 
@@ -64,7 +66,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    existing = os.environ.get("OPERATORLAB_CLUSTER") == "existing"
     for item in items:
+        if existing and item.get_closest_marker("local_cluster"):
+            item.add_marker(pytest.mark.skip(
+                reason="needs Operator Lab's own local cluster (its binaries, certificates or processes); "
+                       "this session tests an existing cluster (OPERATORLAB_CLUSTER=existing)"))
         path = Path(str(item.fspath))
         if path.suffix == ".ipynb":
             # A notebook's cells share one kernel: keep them on one worker, in order.

@@ -7,6 +7,9 @@
 # directory on the last line of stdout. One Go module per product (kubernetes/,
 # etcd/, kwok/) so minimal version selection never mixes their dependency graphs.
 #
+# Usage: build.sh            every binary (what the local cluster runs)
+#        build.sh kubectl    kubectl alone (what a cluster someone else runs needs; minutes)
+#
 # Environment:
 #   OPERATORLAB_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/operatorlab)
 #   KUBEBUILDER_ASSETS  if set and complete, nothing is built and it is used as is
@@ -17,6 +20,9 @@ KUBE_VERSION=$(sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/
 ETCD_VERSION=$(sed -n 's/^require go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\)$/\1/p' "$here/etcd/go.mod")
 KWOK_VERSION=$(sed -n 's/^require sigs.k8s.io\/kwok \(v[0-9.]*\)$/\1/p' "$here/kwok/go.mod")
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
+only=${1:-}
+[[ -z "$only" || "$only" == kubectl ]] || { echo "usage: $0 [kubectl]" >&2; exit 2; }
+[[ -z "$only" ]] || BINARIES=(kubectl)
 
 if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   for b in "${BINARIES[@]}"; do
@@ -56,6 +62,25 @@ build() { # build <module-dir> <label> <estimate> <ldflags> <packages...>
 
 missing() { for b in "$@"; do [[ -x "$out/$b" ]] || return 0; done; return 1; }
 
+kube_version_ldflags() {
+  # Same version stamps upstream's hack/lib/version.sh injects: kubectl version and
+  # kwok's version-gated flags parse them.
+  local minor=${KUBE_VERSION#v1.} ldf="-s -w" p; minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    ldf+=" -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000"
+    ldf+=" -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$ldf"
+}
+
+if [[ "$only" == kubectl ]]; then
+  missing kubectl && build kubernetes "kubectl $KUBE_VERSION" "3-8 min" "$(kube_version_ldflags)" \
+    k8s.io/kubernetes/cmd/kubectl
+  log "kubectl ready in $out"
+  echo "$out"; exit 0
+fi
+
 if missing etcd; then
   build etcd "etcd $ETCD_VERSION" "1-2 min" "-s -w" ./cmd/etcd
 fi
@@ -65,16 +90,7 @@ if missing kwok; then
     sigs.k8s.io/kwok/cmd/kwok
 fi
 if missing kube-apiserver kube-controller-manager kube-scheduler kubectl; then
-  # Same version stamps upstream's hack/lib/version.sh injects: kubectl version and
-  # kwok's version-gated flags parse them.
-  minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-  ldf="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldf+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-    ldf+=" -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000"
-    ldf+=" -X $p.buildDate=1970-01-01T00:00:00Z"
-  done
-  build kubernetes "kubernetes $KUBE_VERSION" "10-25 min" "$ldf" \
+  build kubernetes "kubernetes $KUBE_VERSION" "10-25 min" "$(kube_version_ldflags)" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 fi

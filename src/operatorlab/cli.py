@@ -6,6 +6,7 @@
     operatorlab cluster down [--purge]               stop it; --purge deletes its state too
     operatorlab cluster status                       each component: pid, port, health
     operatorlab cluster env                          the export line for kubectl in a shell
+    operatorlab jupyter [JUPYTER ARGS]               JupyterLab on notebooks/, terminals on the cluster
     operatorlab operator list                        the operators in operators/
     operatorlab operator run NAME [-n NS]            run one in the foreground (kopf run ...)
     operatorlab lab list|start|check|hint|solve|reset ID    guided labs (operatorlab.labs.cli)
@@ -21,12 +22,13 @@ import argparse
 import os
 import shlex
 import sys
+from pathlib import Path
 
-from operatorlab import operators, paths
+from operatorlab import jupyterlab, kubectl, operators, paths
 from operatorlab.cluster import ClusterError, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
 from operatorlab.labs import cli as labs_cli
-from operatorlab.terminal import GREEN, RED, color
+from operatorlab.terminal import GREEN, RED, YELLOW, color
 
 
 def cluster_up(args: argparse.Namespace) -> int:
@@ -40,7 +42,22 @@ def cluster_up(args: argparse.Namespace) -> int:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         applied = manifests.apply_crds(api, paths.crds_dir())
         print(f"CRDs applied and established: {', '.join(a.split('/')[1] for a in applied)}")
+    if cluster.provider == "existing":
+        _warn_on_kubectl_skew(cluster.kubeconfig)
     return 0
+
+
+def _warn_on_kubectl_skew(kubeconfig: os.PathLike[str]) -> None:
+    """Warn when the kubectl in use is outside the version skew policy for a cluster we did not build."""
+    from kubernetes import client, config
+
+    server = client.VersionApi(config.new_client_from_config(config_file=str(kubeconfig))).get_code().git_version
+    try:
+        warning = kubectl.skew_warning(kubectl.client_version(), server)
+    except FileNotFoundError as e:
+        warning = str(e)
+    if warning:
+        print(color(f"warning: {warning}", YELLOW, stream=sys.stderr), file=sys.stderr)
 
 
 def cluster_down(args: argparse.Namespace) -> int:
@@ -82,6 +99,26 @@ def cluster_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def jupyter(args: argparse.Namespace) -> int:
+    """JupyterLab on notebooks/, opening lesson 00, its kernels and terminals on the cluster."""
+    cluster = get_cluster(args.name)
+    if not cluster.is_up():
+        raise ClusterError(f"the {cluster.provider} cluster is not up: start it with: operatorlab cluster up")
+    os.environ.update({k: v for k, v in cluster.env().items() if v})
+    venv_bin = Path(sys.executable).parent
+    config_dir = jupyterlab.prepare(cluster.name, cluster.env(), venv_bin=venv_bin)
+    os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        p for p in (str(config_dir), os.environ.get("JUPYTER_CONFIG_PATH", "")) if p)
+    notebooks = paths.repo_root() / "notebooks"
+    argv = [str(venv_bin / "jupyter"), "lab", f"--notebook-dir={notebooks}", *args.jupyter_args]
+    if os.getuid() == 0 and "--allow-root" not in argv:
+        argv.append("--allow-root")
+    if not any(not a.startswith("-") for a in args.jupyter_args):  # no file asked for: lesson 00
+        argv.append(str(notebooks / jupyterlab.FIRST_NOTEBOOK))
+    print("$ " + " ".join(shlex.quote(a) for a in argv), flush=True)
+    os.execvpe(argv[0], argv, os.environ)  # replaces this process: Ctrl-C stops the server
+
+
 def operator_list(_: argparse.Namespace) -> int:
     for name in operators.operator_names():
         print(name)
@@ -120,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
         if action == "down":
             p.add_argument("--purge", action="store_true", help="also delete certificates, etcd data and logs")
 
+    lab_server = sub.add_parser("jupyter", help="JupyterLab on notebooks/: kernels and terminals on the cluster")
+    lab_server.add_argument("--name", default=None,
+                            help="local cluster name (default: $OPERATORLAB_CLUSTER_NAME or 'lab')")
+    lab_server.add_argument("jupyter_args", nargs="*", help="passed on to `jupyter lab` (options too)")
+    lab_server.set_defaults(func=jupyter)
+
     op = sub.add_parser("operator", help="run the worked-example operators")
     osub = op.add_subparsers(dest="action", required=True)
     osub.add_parser("list", help="list the operators").set_defaults(func=operator_list)
@@ -135,7 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "jupyter":  # only `jupyter` passes options on
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "jupyter":
+        args.jupyter_args = [*args.jupyter_args, *unknown]
     try:
         return args.func(args)
     except (BinariesMissing, ClusterError, ValueError) as e:

@@ -12,6 +12,8 @@ from operatorlab.cluster import ExistingCluster, LocalCluster, current, process
 from operatorlab.cluster.local import COMPONENTS
 from operatorlab.wait import eventually
 
+pytestmark = pytest.mark.local_cluster  # every test here starts clusters of its own from the binaries
+
 
 @pytest.fixture(scope="module")
 def spare(tmp_path_factory) -> LocalCluster:

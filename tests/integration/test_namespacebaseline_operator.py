@@ -207,7 +207,7 @@ def test_the_resync_timer_heals_a_deleted_or_edited_policy(
     reasons = [e.reason for e in _events(core, name)]
     eventually(lambda: {"PolicyCreated", "PolicyUpdated"} <= {e.reason for e in _events(core, name)}, timeout=15,
                message=f"Events of the healing (so far {reasons})")
-    assert "Timer 'resync' succeeded" in op.log()
+    eventually(lambda: "Timer 'resync' succeeded" in op.log(), timeout=30, message="the resync timer ran")
 
 
 def test_changing_the_baseline_moves_and_trims_the_policies(
@@ -391,7 +391,7 @@ def test_a_foreign_policy_survives_create_update_and_delete_of_the_baseline(
     assert _policy_snapshot(networking, target, DENY) == before
 
     custom.delete_cluster_custom_object(*NSB, name)
-    eventually(lambda: not _exists(custom, name), timeout=30, message="baseline deleted")
+    eventually(lambda: not _exists(custom, name), timeout=60, message="baseline deleted")
     time.sleep(3)
     assert _policy_snapshot(networking, target, DENY) == before
 

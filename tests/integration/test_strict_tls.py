@@ -120,6 +120,7 @@ def _user_of_token(cluster: LocalCluster, token: str) -> str:
 
 
 @pytest.mark.parametrize("while_running", [True, False], ids=["running", "stopped"])
+@pytest.mark.local_cluster
 def test_up_reissues_old_style_certificates_and_loses_nothing(legacy_root, tmp_path, while_running):
     legacy = LocalCluster("legacy", root=legacy_root)
     core = _admin(legacy)

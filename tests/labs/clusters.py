@@ -1,15 +1,26 @@
 """Which cluster, and which xdist group, a lab's test runs on (the fixtures are in conftest.py,
-whose docstring says why)."""
+whose docstring says why).
+
+On a cluster someone else runs (``OPERATORLAB_CLUSTER=existing``) no cluster of our own can
+be started: the Tenant labs then run on the session's cluster, in the xdist group of every
+other Tenant operator, and the labs that need the local cluster are only asked to say so.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from operatorlab.cluster import Cluster, current
 from operatorlab.labs import Lab
 
-# The cluster of the labs that run the Tenant operator, and the xdist group of their tests.
+# The cluster of the labs that run the Tenant operator.
 TENANT_LABS = "labs-tenant"
+ON_EXISTING_CLUSTER = os.environ.get("OPERATORLAB_CLUSTER") == "existing"
+# The xdist group of their tests: their own cluster's, or on an existing cluster the
+# group of the session's Tenant operators (two at once would fight over every Tenant).
+TENANT_LABS_GROUP = "tenant-operator" if ON_EXISTING_CLUSTER else TENANT_LABS
 
 
 def _placement(lab_cls: type[Lab]) -> tuple[str | None, str | None]:
@@ -17,7 +28,7 @@ def _placement(lab_cls: type[Lab]) -> tuple[str | None, str | None]:
     if "local" in lab_cls.requires:
         return "private_cluster", f"lab-private-{lab_cls.id}"
     if lab_cls.xdist_group == "tenant-operator":
-        return "tenant_lab_cluster", TENANT_LABS
+        return (None if ON_EXISTING_CLUSTER else "tenant_lab_cluster"), TENANT_LABS_GROUP
     return None, lab_cls.xdist_group
 
 

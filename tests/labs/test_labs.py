@@ -9,6 +9,8 @@ cluster, never on the session's shared one (see conftest.py).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -16,9 +18,12 @@ import urllib3
 
 from operatorlab.cluster import current
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import cluster_for, xdist_group_of
+from tests.labs.clusters import ON_EXISTING_CLUSTER, cluster_for, xdist_group_of
 
 LABS = registry.discover()
+# On an existing cluster, a lab that needs the local cluster's processes cannot run: it must say so.
+NEEDS_LOCAL = {i: c for i, c in LABS.items() if ON_EXISTING_CLUSTER and "local" in c.requires}
+RUNNABLE = {i: c for i, c in LABS.items() if i not in NEEDS_LOCAL}
 
 
 def _param(lab_id: str, cls) -> pytest.param:
@@ -26,7 +31,7 @@ def _param(lab_id: str, cls) -> pytest.param:
     return pytest.param(lab_id, marks=[pytest.mark.xdist_group(group)] if group else [], id=lab_id)
 
 
-@pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in LABS.items()])
+@pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in RUNNABLE.items()])
 def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path, nothing_left):
     cls = LABS[lab_id]
     cluster = cluster_for(cls, request)
@@ -59,6 +64,19 @@ def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path
     print(f"\n[lab timing] {lab_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
     assert recorded is not None
     nothing_left(lab, recorded)
+
+
+@pytest.mark.parametrize("lab_id", list(NEEDS_LOCAL))
+def test_a_lab_that_needs_the_local_cluster_says_so_on_an_existing_one(lab_id):
+    """What a workshop attendee on minikube sees: a refusal that names the reason, and a list that warns."""
+    started = subprocess.run([sys.executable, "-m", "operatorlab.cli", "lab", "start", lab_id],
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode != 0
+    assert f"lab {lab_id!r} is unavailable on this existing cluster" in started.stdout + started.stderr
+    listed = subprocess.run([sys.executable, "-m", "operatorlab.cli", "lab", "list"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    line = next(x for x in listed.stdout.splitlines() if lab_id in x)
+    assert "unavailable on this cluster" in line, line
 
 
 def test_fault_proxy_on_the_real_apiserver(tmp_path):

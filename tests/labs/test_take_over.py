@@ -13,9 +13,9 @@ import pytest
 
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import TENANT_LABS, cluster_for
+from tests.labs.clusters import TENANT_LABS_GROUP, cluster_for
 
-pytestmark = pytest.mark.xdist_group(TENANT_LABS)
+pytestmark = pytest.mark.xdist_group(TENANT_LABS_GROUP)
 
 FOREIGN = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
 FREE = "a Tenant of a free name still converges (create, update, delete)"
