@@ -7,6 +7,7 @@
     operatorlab cluster status                       each component: pid, port, health
     operatorlab cluster env                          the export line for kubectl in a shell
     operatorlab jupyter [JUPYTER ARGS]               JupyterLab on notebooks/, terminals on the cluster
+    operatorlab class [DIR]                          a workshop's progress: learners x labs, in words
     operatorlab operator list                        the operators in operators/
     operatorlab operator run NAME [-n NS]            run one in the foreground (kopf run ...)
     operatorlab lab list|start|check|hint|solve|reset ID    guided labs (operatorlab.labs.cli)
@@ -24,7 +25,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from operatorlab import jupyterlab, kubectl, operators, paths
+from operatorlab import jupyterlab, kubectl, operators, paths, progress
 from operatorlab.cluster import ClusterError, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
 from operatorlab.labs import cli as labs_cli
@@ -119,6 +120,24 @@ def jupyter(args: argparse.Namespace) -> int:
     os.execvpe(argv[0], argv, os.environ)  # replaces this process: Ctrl-C stops the server
 
 
+def class_view(args: argparse.Namespace) -> int:
+    """What each learner of a workshop passed, from the copies in the class directory."""
+    where = args.dir or os.environ.get("OPERATORLAB_CLASS_DIR")
+    if not where or not Path(where).is_dir():
+        raise ValueError(
+            f"no class directory {where or ''}: give one (operatorlab class DIR) or set OPERATORLAB_CLASS_DIR "
+            "to the directory the learners' servers share (workshop/jupyterhub/README.md says how)")
+    records = progress.class_records(Path(where))
+    if not records:
+        print(f"no learner has checked anything yet in {where}")
+        return 0
+    columns, rows = progress.class_table(records)
+    widths = [max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))]
+    for row in [columns, *rows]:
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
 def operator_list(_: argparse.Namespace) -> int:
     for name in operators.operator_names():
         print(name)
@@ -162,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help="local cluster name (default: $OPERATORLAB_CLUSTER_NAME or 'lab')")
     lab_server.add_argument("jupyter_args", nargs="*", help="passed on to `jupyter lab` (options too)")
     lab_server.set_defaults(func=jupyter)
+
+    klass = sub.add_parser("class", help="a workshop's progress: which labs each learner passed")
+    klass.add_argument("dir", nargs="?", help="the class directory (default: $OPERATORLAB_CLASS_DIR)")
+    klass.set_defaults(func=class_view)
 
     op = sub.add_parser("operator", help="run the worked-example operators")
     osub = op.add_subparsers(dest="action", required=True)

@@ -17,6 +17,7 @@ import argparse
 import sys
 import textwrap
 
+from operatorlab import progress
 from operatorlab.faults.components import ComponentUnavailable
 from operatorlab.faults.variants import VariantError
 from operatorlab.labs import registry, runner
@@ -43,9 +44,13 @@ def _print_checks(results: list[Check]) -> bool:
 
 def lab_list(_: argparse.Namespace) -> int:
     ctx = runner.context()
+    done = progress.load().items
     for lab_id, cls in registry.discover().items():
         drill = _c("D", "36") if cls.drill else " "
         line = f"  {lab_id:<26} {drill} {cls.summary}"
+        if (item := done.get(f"lab:{lab_id}")) is not None:
+            summary = item.summary()
+            line += "  [" + (_c(summary, "32") if item.passed else summary) + "]"
         if runner.unavailable(cls, ctx):
             line += _c("  (unavailable on this cluster: needs the local cluster)", "33")
         print(line)
@@ -57,6 +62,7 @@ def lab_start(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     print(f"{_c(lab.title, '1')}: setting up a known good state, then injecting the fault...")
     runner.start(lab)
+    progress.started("lab", lab.id)
     print(f"fault injected. Read labs/{lab.id}/README.md; then `operatorlab lab check {lab.id}`"
           f" (hints: `operatorlab lab hint {lab.id}`).")
     return 0
@@ -65,12 +71,16 @@ def lab_start(args: argparse.Namespace) -> int:
 def lab_check(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     print(_c(f"{lab.id}: checks", "1"))
-    return 0 if _print_checks(runner.check(lab, settle=args.wait)) else 1
+    ok = _print_checks(runner.check(lab, settle=args.wait))
+    progress.attempted("lab", lab.id, ok)
+    return 0 if ok else 1
 
 
 def lab_hint(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     hints = runner.hint(lab, all_hints=args.all)
+    if len(hints) == len(lab.hints):  # the last hint shows the fix
+        progress.solution_shown("lab", lab.id)
     for i, hint in enumerate(hints, 1):
         print(textwrap.fill(f"hint {i}/{len(lab.hints)}: {hint}", 100, subsequent_indent="    "))
     return 0
@@ -79,6 +89,7 @@ def lab_hint(args: argparse.Namespace) -> int:
 def lab_solve(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     print(f"{lab.id}: applying the reference fix...")
+    progress.solution_shown("lab", lab.id)
     runner.solve(lab)
     ok = _print_checks(runner.check(lab, settle=lab.settle))
     if solution := lab.solution():
@@ -107,6 +118,7 @@ def drill_start(args: argparse.Namespace) -> int:
         return 2
     print(f"drill {_c(lab.id, '1')}: breaking the cluster...")
     runner.drill_start(lab)
+    progress.started("drill", lab.id)
     print(f"the clock runs. Task: {lab.summary}.\nWhen done: operatorlab drill check   (no hints unless you ask: "
           f"operatorlab drill hint)")
     return 0
@@ -124,6 +136,7 @@ def drill_check(_: argparse.Namespace) -> int:
     lab = _drill_lab()
     results, drill = runner.drill_check(lab)
     _print_checks(results)
+    progress.attempted("drill", lab.id, drill.finished is not None)
     minutes, seconds = divmod(int(drill.elapsed()), 60)
     hints = lab.record.hints_shown
     if drill.finished:
