@@ -99,21 +99,41 @@ clean:
 	rm -rf $(VENV) build src/*.egg-info
 
 # --- Workshop path: run an operator inside minikube or kind ---------------------------
-# make deploy OPERATOR=<name>    build the image operatorlab/<name>-operator:dev straight into
-#                                the cluster's image store, apply crds/ and the operator's
-#                                deploy/ kustomization, wait for its rollout
-# make undeploy OPERATOR=<name>  delete that operator's objects (ServiceAccount, ClusterRole,
-#                                binding, Deployment); the CRDs, your custom resources and the
-#                                shared namespace operatorlab-system stay. Delete resources that
-#                                carry kopf's finalizer (Tenants, NamespaceBaselines) first, or
-#                                their deletion waits for an operator to come back.
+# make deploy OPERATOR=<name>    check, build, apply, in this order:
+#   1. operators/manifests.sh check: server-side dry runs (kubectl apply --server-side
+#      --dry-run=server) of crds/ and of the rendered deploy/ kustomization, any warning
+#      (a Pod template that would violate its namespace's Pod Security level, say)
+#      counted as an error. On any refusal it stops here with the API server's words,
+#      before building the image or applying anything. What a cluster cannot judge
+#      before a first deploy (a custom resource whose CRD is not installed yet, objects
+#      in a namespace not created yet) it names; step 4 judges it.
+#   2. build the image operatorlab/<name>-operator:dev straight into the cluster's image store
+#   3. apply crds/ and wait until Established; apply the kustomization's Namespace
+#   4. operators/manifests.sh check --strict: every object again, nothing left out, or stop
+#   5. apply the kustomization (rendered by kubectl kustomize: the objects step 4
+#      checked, in the kustomization's order), wait for the rollout
+# make undeploy OPERATOR=<name>  first the custom resources the kustomization ships (the
+#                                NamespaceBaseline guarding namespacebaseline-system),
+#                                while the operator still runs to remove kopf's finalizer;
+#                                then the operator's objects (label app.kubernetes.io/name=
+#                                <name>-operator): ServiceAccount, ClusterRole, binding,
+#                                Deployment, and namespacebaseline's own namespace with the
+#                                NetworkPolicies in it. The CRDs, your custom resources and
+#                                the namespace operatorlab-system that tenant and website
+#                                share stay. Delete your resources that carry kopf's
+#                                finalizer (Tenants, NamespaceBaselines) first, or their
+#                                deletion waits for an operator to come back.
 # The cluster is the current kubectl context: "minikube" builds with `minikube image build`,
 # "kind-<cluster>" with `docker build` + `kind load docker-image`. For another minikube
 # profile or kind cluster name, set DEPLOY_VIA=minikube|kind (and MINIKUBE_PROFILE /
-# KIND_CLUSTER). The CRDs are applied with --force-conflicts: crds/ is their source of
-# truth, also over fields another manager (an older apply, a hand edit) set. Nothing here
-# runs in `make test` (no Docker there); the deploy/ manifests and these kubectl commands
-# are proven by server-side dry runs in tests/integration/test_manifests.py.
+# KIND_CLUSTER); DEPLOY_VIA=none builds nothing (the image is already where the cluster
+# pulls it from: a registry you named in the kustomization's images, say). The CRDs are
+# applied with --force-conflicts: crds/ is their source of truth, also over fields another
+# manager (an older apply, a hand edit) set. Needs kubectl >= 1.27. Nothing here runs in
+# `make test` (no Docker there), but tests/integration/test_manifests.py runs
+# operators/manifests.sh against a real API server, `make deploy` with a broken manifest
+# (it stops at step 1), and `make deploy DEPLOY_VIA=none` then `make undeploy` on the
+# local cluster, whose kwok plays the kubelet (no image needed).
 OPERATOR         ?=
 KUBECTL          ?= kubectl
 # Recursive (=), so that kubectl is asked only when deploy or undeploy runs.
@@ -123,26 +143,39 @@ MINIKUBE_PROFILE ?= $(or $(DEPLOY_CONTEXT),minikube)
 KIND_CLUSTER     ?= $(if $(filter kind-%,$(DEPLOY_CONTEXT)),$(patsubst kind-%,%,$(DEPLOY_CONTEXT)),kind)
 OPERATOR_IMAGE    = operatorlab/$(OPERATOR)-operator:dev
 OPERATORS         = $(notdir $(patsubst %/deploy/,%,$(dir $(wildcard operators/*/deploy/kustomization.yaml))))
+DEPLOY_DIR        = operators/$(OPERATOR)/deploy
+# The operator's namespace: the kustomization's own `namespace:`.
+DEPLOY_NAMESPACE  = $(shell sed -n 's/^namespace: *//p' $(DEPLOY_DIR)/kustomization.yaml)
+MANIFESTS         = KUBECTL="$(KUBECTL)" bash operators/manifests.sh
 
 .PHONY: deploy undeploy deploy-check
 
 deploy-check:
-	@test -n "$(OPERATOR)" -a -f "operators/$(OPERATOR)/deploy/kustomization.yaml" || \
+	@test -n "$(OPERATOR)" -a -f "$(DEPLOY_DIR)/kustomization.yaml" || \
 	  { echo "usage: make deploy|undeploy OPERATOR=<name>, one of: $(OPERATORS)" >&2; exit 2; }
 
 deploy: deploy-check
+	@$(MANIFESTS) check crds $(DEPLOY_DIR) || \
+	  { echo "make deploy: stopped before building the image or applying anything" >&2; exit 1; }
 	@case "$(DEPLOY_VIA)" in \
 	  minikube) set -x; minikube -p "$(MINIKUBE_PROFILE)" image build -t $(OPERATOR_IMAGE) operators/$(OPERATOR) ;; \
 	  kind) set -x; docker build -t $(OPERATOR_IMAGE) operators/$(OPERATOR) && \
 	        kind load docker-image $(OPERATOR_IMAGE) --name "$(KIND_CLUSTER)" ;; \
+	  none) echo "DEPLOY_VIA=none: no image built; the cluster must find $(OPERATOR_IMAGE) by itself" >&2 ;; \
 	  *) echo "make deploy builds the image into minikube or kind, but the current context is '$(DEPLOY_CONTEXT)'." >&2; \
-	     echo "Switch with 'kubectl config use-context minikube' (or kind-<cluster>), or set DEPLOY_VIA=minikube|kind." >&2; \
+	     echo "Switch with 'kubectl config use-context minikube' (or kind-<cluster>), or set DEPLOY_VIA=minikube|kind" >&2; \
+	     echo "(or none: the image is already where the cluster pulls it from)." >&2; \
 	     exit 2 ;; \
 	esac
 	$(KUBECTL) apply --server-side --force-conflicts -f crds/
 	$(KUBECTL) wait --for=condition=Established --timeout=60s -f crds/
-	$(KUBECTL) apply --server-side -k operators/$(OPERATOR)/deploy
-	$(KUBECTL) -n operatorlab-system rollout status deployment/$(OPERATOR)-operator --timeout=180s
+	$(MANIFESTS) namespaces crds $(DEPLOY_DIR) | $(KUBECTL) apply --server-side -f -
+	@$(MANIFESTS) check --strict crds $(DEPLOY_DIR) || \
+	  { echo "make deploy: stopped before applying $(DEPLOY_DIR) (crds/ and its namespace are applied)" >&2; exit 1; }
+	$(KUBECTL) kustomize $(DEPLOY_DIR) | $(KUBECTL) apply --server-side -f -
+	$(KUBECTL) -n $(DEPLOY_NAMESPACE) rollout status deployment/$(OPERATOR)-operator --timeout=180s
 
 undeploy: deploy-check
-	$(KUBECTL) delete -k operators/$(OPERATOR)/deploy -l app.kubernetes.io/name=$(OPERATOR)-operator --ignore-not-found
+	$(MANIFESTS) delete-custom-resources crds $(DEPLOY_DIR)
+	$(KUBECTL) kustomize $(DEPLOY_DIR) | \
+	  $(KUBECTL) delete -f - -l app.kubernetes.io/name=$(OPERATOR)-operator --ignore-not-found

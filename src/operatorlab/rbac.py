@@ -32,8 +32,9 @@ RBAC_FILES = ("serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yam
 def operator_rbac(operator: str, *, name: str | None = None) -> list[dict[str, Any]]:
     """The ServiceAccount, ClusterRole and ClusterRoleBinding of ``operators/<operator>/deploy/``.
 
-    The namespace is the kustomization's (``operatorlab-system``), as
-    ``kubectl apply -k`` would set it. With ``name``, all three are renamed to it
+    The namespace is the kustomization's (``operatorlab-system``, shared by the
+    Tenant and Website operators; ``namespacebaseline-system`` for the
+    NamespaceBaseline operator), as ``kubectl apply -k`` would set it. With ``name``, all three are renamed to it
     (the binding pointing at the renamed role and account): a private copy with the
     very same rules, which a test or a lab may apply, change and delete without
     touching the shared one.

@@ -5,7 +5,8 @@ Each test applies a private copy of the operator's deploy/ ServiceAccount, Clust
 and ClusterRoleBinding (same rules, a unique name, deleted afterwards), so parallel
 tests and a lab that breaks the shared role on purpose never meet. The operator gets a
 kubeconfig holding a token from the TokenRequest API: every request it makes is
-authorized as ``system:serviceaccount:operatorlab-system:<name>``.
+authorized as ``system:serviceaccount:<namespace>:<name>``, in the namespace of the
+operator's kustomization (operatorlab-system, or namespacebaseline-system).
 """
 
 from __future__ import annotations
@@ -22,23 +23,21 @@ from operatorlab.cluster import manifests
 from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
-SYSTEM_NAMESPACE = "operatorlab-system"
-
 
 class Identity:
     """A private copy of an operator's RBAC, and a kubeconfig acting as its ServiceAccount."""
 
-    def __init__(self, name: str, kubeconfig: Path) -> None:
+    def __init__(self, name: str, namespace: str, kubeconfig: Path) -> None:
         self.name = name
         self.kubeconfig = kubeconfig
         self.api_client = config.new_client_from_config(config_file=str(kubeconfig))
-        self.user = f"system:serviceaccount:{SYSTEM_NAMESPACE}:{name}"
+        self.user = f"system:serviceaccount:{namespace}:{name}"
 
 
 @pytest.fixture
 def identity(api_client, tmp_path, unique) -> Iterator[Callable[..., Identity]]:
     """Make an operator's identity: ``identity("website", extra_rules=[...])``; removed afterwards."""
-    made: list[str] = []
+    made: list[tuple[str, str]] = []
     rbac_api = client.RbacAuthorizationV1Api(api_client)
     core = client.CoreV1Api(api_client)
 
@@ -47,19 +46,26 @@ def identity(api_client, tmp_path, unique) -> Iterator[Callable[..., Identity]]:
         objects = rbac.operator_rbac(operator, name=name)
         (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
         role["rules"] += extra_rules or []
-        # Shared namespace: applied (idempotent), never deleted.
-        manifests.apply(api_client, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}])
+        (account,) = [o for o in objects if o["kind"] == "ServiceAccount"]
+        namespace = account["metadata"]["namespace"]
+        # The operator's namespace (shared, or its own): created if missing, never deleted, and
+        # not applied (an apply without its labels would take away those another test applied).
+        try:
+            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
         manifests.apply(api_client, objects)
-        made.append(name)
-        path = rbac.service_account_kubeconfig(api_client, SYSTEM_NAMESPACE, name, tmp_path / f"{name}.kubeconfig")
-        return Identity(name, path)
+        made.append((name, namespace))
+        path = rbac.service_account_kubeconfig(api_client, namespace, name, tmp_path / f"{name}.kubeconfig")
+        return Identity(name, namespace, path)
 
     yield make
-    for name in made:
-        for delete in (lambda n: rbac_api.delete_cluster_role_binding(n), lambda n: rbac_api.delete_cluster_role(n),
-                       lambda n: core.delete_namespaced_service_account(n, SYSTEM_NAMESPACE)):
+    for name, namespace in made:
+        for delete, args in ((rbac_api.delete_cluster_role_binding, (name,)), (rbac_api.delete_cluster_role, (name,)),
+                             (core.delete_namespaced_service_account, (name, namespace))):
             try:
-                delete(name)
+                delete(*args)
             except client.ApiException as e:
                 if e.status != 404:
                     raise

@@ -16,15 +16,17 @@ import yaml
 from operatorlab import rbac
 
 
-@pytest.mark.parametrize("operator", ["tenant", "website", "namespacebaseline"])
-def test_operator_rbac_is_its_deploy_identity_in_the_kustomization_namespace(operator: str) -> None:
+@pytest.mark.parametrize(("operator", "namespace"), [
+    ("tenant", "operatorlab-system"), ("website", "operatorlab-system"),
+    ("namespacebaseline", "namespacebaseline-system")])  # the NamespaceBaseline operator runs in its own
+def test_operator_rbac_is_its_deploy_identity_in_the_kustomization_namespace(operator: str, namespace: str) -> None:
     account, role, binding = rbac.operator_rbac(operator)
     name = f"{operator}-operator"
     assert (account["kind"], account["metadata"]["name"], account["metadata"]["namespace"]) == (
-        "ServiceAccount", name, "operatorlab-system")
+        "ServiceAccount", name, namespace)
     assert (role["kind"], role["metadata"]["name"]) == ("ClusterRole", name) and role["rules"]
     assert binding["roleRef"]["name"] == name
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "operatorlab-system"}]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
 
 
 def test_a_renamed_copy_keeps_the_rules_and_points_at_itself() -> None:
