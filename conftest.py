@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
         _started = cluster  # before up(): a half-started cluster is stopped at the end too
     cluster.up(log=lambda line: print(f"[cluster] {line}", flush=True))
     os.environ.update({k: v for k, v in cluster.env().items() if v})
+    # The notebooks run with their exercise starters in place: into a folder of the session's
+    # own, never over a learner's answers in notebooks/work/; the same for their progress.
+    scratch = Path(tempfile.mkdtemp(prefix="operatorlab-test-"))
+    os.environ.setdefault("OPERATORLAB_WORK_DIR", str(scratch / "work"))
+    os.environ.setdefault("OPERATORLAB_PROGRESS", str(scratch / "progress.json"))
     api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
     manifests.apply_crds(api, paths.crds_dir())
 

@@ -12,6 +12,7 @@
     operatorlab operator run NAME [-n NS]            run one in the foreground (kopf run ...)
     operatorlab lab list|start|check|hint|solve|reset ID    guided labs (operatorlab.labs.cli)
     operatorlab drill list|start ID|check|hint              timed drills
+    operatorlab exercise list|check|hint|solution|reset ID  graded exercises (operatorlab.exercises.cli)
 
 The provider comes from ``$OPERATORLAB_CLUSTER`` (``local`` or ``existing``); see
 :func:`operatorlab.cluster.get_cluster`.
@@ -28,6 +29,8 @@ from pathlib import Path
 from operatorlab import jupyterlab, kubectl, operators, paths, progress
 from operatorlab.cluster import ClusterError, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
+from operatorlab.exercises import cli as exercises_cli
+from operatorlab.exercises.registry import UnknownExercise
 from operatorlab.labs import cli as labs_cli
 from operatorlab.terminal import GREEN, RED, YELLOW, color
 
@@ -197,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=operator_run)
 
     labs_cli.add_parsers(sub)  # operatorlab lab ..., operatorlab drill ...
+    exercises_cli.add_parsers(sub)  # operatorlab exercise ...
     return parser
 
 
@@ -209,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         args.jupyter_args = [*args.jupyter_args, *unknown]
     try:
         return args.func(args)
-    except (BinariesMissing, ClusterError, ValueError) as e:
+    except (BinariesMissing, ClusterError, UnknownExercise, ValueError) as e:
         print(color(f"error: {e}", RED, stream=sys.stderr), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

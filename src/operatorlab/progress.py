@@ -68,6 +68,9 @@ def learner() -> str:
 
 
 def default_path() -> Path:
+    """``$OPERATORLAB_PROGRESS`` (the test session keeps its own), else ``<cache>/progress.json``."""
+    if env := os.environ.get("OPERATORLAB_PROGRESS"):
+        return Path(env)
     return paths.cache_root() / "progress.json"
 
 

@@ -19,7 +19,6 @@ objects it made) is a typed record in its state file (:mod:`~operatorlab.labs.st
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,20 +26,12 @@ from kubernetes import client, config
 
 from operatorlab import paths
 from operatorlab.faults.proxy import FaultProxy
+from operatorlab.grading import Check
 from operatorlab.labs import cleanup
 from operatorlab.labs.errors import LabNotStarted
 from operatorlab.labs.state import LabState, ProcessRecord, StateFile, TrackedObject
 from operatorlab.operators import OperatorProcess
 from operatorlab.tenants import Tenants
-
-
-@dataclass(frozen=True)
-class Check:
-    """One named check: passed or not, and what to look at."""
-
-    name: str
-    passed: bool
-    message: str = ""
 
 
 class LabContext:

@@ -1,0 +1,155 @@
+"""Grade the learner's file, and say so in words: for notebooks (``check``) and the CLI alike.
+
+:func:`grade` never raises: a starter left in place, a syntax error, a missing name
+or an exception from the learner's code each become a failing property with its
+evidence, so a notebook stored with its starters still runs top to bottom (nbval).
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from operatorlab import progress
+from operatorlab.exercises import registry
+from operatorlab.exercises.base import Exercise
+from operatorlab.grading import Check
+
+
+@dataclass
+class Verdict:
+    """One grading: the properties, the next hint, and how many attempts it took."""
+
+    exercise: type[Exercise]
+    checks: list[Check]
+    seconds: float
+    hint: str | None = None
+    hint_number: int = 0
+    attempts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    def summary(self) -> str:
+        passing = sum(c.passed for c in self.checks)
+        return f"{passing} of {len(self.checks)} properties hold, graded in {self.seconds:.1f} s"
+
+    def headline(self) -> str:
+        return f"{self.exercise.id}: {'PASS' if self.passed else 'FAIL'} ({self.summary()})"
+
+    def text(self) -> str:
+        """Plain text: every verdict is a word, so no colour or emoji font is needed."""
+        lines = [self.headline()]
+        for c in self.checks:
+            lines.append(f"  {'PASS' if c.passed else 'FAIL'}  {c.name}")
+            if c.message:
+                lines.extend(f"        {line}" for line in c.message.splitlines())
+        if self.hint:
+            lines.append(f"  next hint ({self.hint_number}/{len(self.exercise.hints)}): {self.hint}")
+        lines.extend(f"  {note}" for note in self.notes)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The same words in a notebook, with colour as a courtesy."""
+        def word(ok: bool) -> str:
+            colour = "#1a7f37" if ok else "#cf222e"
+            return f'<b style="color:{colour}">{"PASS" if ok else "FAIL"}</b>'
+
+        rows = "".join(
+            f"<tr><td style='vertical-align:top;padding-right:1em'>{word(c.passed)}</td>"
+            f"<td style='text-align:left'>{html.escape(c.name)}"
+            + (f"<br><span style='opacity:.75'>{html.escape(c.message)}</span>" if c.message else "")
+            + "</td></tr>" for c in self.checks)
+        hint = (f"<p><b>Next hint ({self.hint_number}/{len(self.exercise.hints)}):</b> {html.escape(self.hint)}</p>"
+                if self.hint else "")
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+        return (f"<div class='operatorlab-verdict'><p>{word(self.passed)} <b>{html.escape(self.exercise.id)}</b> "
+                f"({html.escape(self.summary())})</p><table>{rows}</table>{hint}{notes}</div>")
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def load_learner(path: Path) -> ModuleType:
+    """The learner's file as a fresh module (edited files are read again on every check)."""
+    name = f"operatorlab_work_{path.stem.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _where_in(path: Path, error: BaseException) -> str:
+    """The learner's own lines in a traceback (the grader's are noise to them)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == path]
+    where = f" at line {frames[-1].lineno}: {frames[-1].line}" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+def grade(exercise_id: str, *, path: Path | None = None, kubeconfig: Path | None = None,
+          record: bool = True) -> Verdict:
+    """Check the learner's file for ``exercise_id`` (default ``notebooks/work/<id>.py``)."""
+    cls = registry.get(exercise_id)
+    exercise = cls(kubeconfig)
+    path = path or exercise.work_path()
+    started = time.monotonic()
+    checks = _run(exercise, path)
+    verdict = Verdict(cls, checks, time.monotonic() - started)
+    if record:
+        item = progress.attempted("exercise", cls.id, verdict.passed)
+        verdict.attempts = item.attempts
+    if not verdict.passed:
+        failures = verdict.attempts if record else 1
+        verdict.hint_number = max(1, min(failures, len(cls.hints)))
+        verdict.hint = cls.hints[verdict.hint_number - 1]
+        if verdict.hint_number == len(cls.hints):
+            verdict.notes.append(f"the reference solution: operatorlab exercise solution {cls.id}")
+    return verdict
+
+
+def _run(exercise: Exercise, path: Path) -> list[Check]:
+    loads = f"your code loads ({path.name} defines {exercise.subject})"
+    if not path.is_file():
+        return [Check(loads, False, f"no {path}: run the exercise cell above (it writes this file)")]
+    try:
+        learner = load_learner(path)
+    except Exception as e:  # noqa: BLE001 - any error in the learner's file is the learner's to see
+        return [Check(loads, False, _where_in(path, e))]
+    if not hasattr(learner, exercise.subject):
+        return [Check(loads, False, f"{path.name} defines no {exercise.subject}")]
+    try:
+        return exercise.check(learner)
+    except NotImplementedError as e:
+        return [Check(loads, True), Check("your code runs", False, f"still the starter: {e or 'NotImplementedError'}")]
+    except Exception as e:  # noqa: BLE001 - the learner's code raised, or the world did: both are evidence
+        return [Check(loads, True), Check("your code runs without raising", False, _where_in(path, e))]
+    finally:
+        exercise.reset()
+
+
+def hint(exercise_id: str, number: int | None = None) -> str:
+    """Hint ``number`` (1-based; default the next after the attempts so far)."""
+    cls = registry.get(exercise_id)
+    if number is None:
+        number = progress.load().item("exercise", cls.id).attempts or 1
+    number = max(1, min(number, len(cls.hints)))
+    if number == len(cls.hints):
+        progress.solution_shown("exercise", cls.id)
+    return f"hint {number}/{len(cls.hints)}: {cls.hints[number - 1]}"
+
+
+def solution(exercise_id: str) -> str:
+    """The reference solution's source (recorded: a pass after it says so)."""
+    cls = registry.get(exercise_id)
+    progress.solution_shown("exercise", cls.id)
+    return cls(None).solution_path().read_text()
