@@ -71,20 +71,23 @@ def test_make_test_on_an_existing_cluster_builds_nothing_and_passes(tmp_path_fac
         own_bin = root / "bin"  # the learner's own kubectl, first on PATH
         own_bin.mkdir()
         (own_bin / "kubectl").symlink_to(default_dir() / "kubectl")
+        # Nothing of this session leaks in: not its cluster, not its make's command-line
+        # variables (MAKEFLAGS would carry an outer PYTEST_ARGS into the inner make).
         env = {k: v for k, v in os.environ.items()
                if k not in ("KUBEBUILDER_ASSETS", "OPERATORLAB_TEST_CLUSTER", "PYTEST_XDIST_WORKER",
-                            "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")}
+                            "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL",
+                            "OPERATORLAB_WORK_DIR", "OPERATORLAB_PROGRESS")}
         env.update({
             "OPERATORLAB_CLUSTER": "existing",
             "KUBECONFIG": str(kubeconfig),
             "OPERATORLAB_CACHE": str(root / "empty-cache"),
             "PATH": f"{own_bin}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "PYTEST_ARGS": " ".join(["-n", "2", "-p", "no:randomly", "--nbval-lax", "-rs",
-                                     f"--basetemp={root / 'pytest'}", *SELECTION]),
         })
+        pytest_args = " ".join(["-n", "2", "-p", "no:randomly", "--nbval-lax", "-rs",
+                                f"--basetemp={root / 'pytest'}", *SELECTION])
         started = time.monotonic()
-        result = subprocess.run(["make", "test"], cwd=paths.repo_root(), env=env, capture_output=True, text=True,
-                                timeout=900)
+        result = subprocess.run(["make", "test", f"PYTEST_ARGS={pytest_args}"], cwd=paths.repo_root(), env=env,
+                                capture_output=True, text=True, timeout=900)
         took = time.monotonic() - started
     finally:
         standin.down(purge=True, log=lambda _: None)

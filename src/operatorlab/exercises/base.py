@@ -66,11 +66,18 @@ class Exercise:
         self._api: client.ApiClient | None = None
 
     @property
+    def kubeconfig_path(self) -> Path:
+        """The kubeconfig in use: the given one, else the first of ``$KUBECONFIG``, else ``~/.kube/config``."""
+        if self.kubeconfig is not None:
+            return self.kubeconfig
+        first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+        return Path(first or "~/.kube/config").expanduser()
+
+    @property
     def api(self) -> client.ApiClient:
         """An API client for the cluster ``$KUBECONFIG`` (or the given kubeconfig) names."""
         if self._api is None:
-            self._api = config.new_client_from_config(
-                config_file=str(self.kubeconfig) if self.kubeconfig else None)
+            self._api = config.new_client_from_config(config_file=str(self.kubeconfig_path))
         return self._api
 
     def check(self, learner: ModuleType) -> list[Check]:
@@ -82,6 +89,11 @@ class Exercise:
 
     def solution_path(self) -> Path:
         return exercises_dir() / self.id / "solution.py"
+
+    def solution_source(self) -> str:
+        """The reference solution as a learner would write it (an exercise whose solution
+        is a worked example's own function shows that function)."""
+        return self.solution_path().read_text()
 
     def work_path(self) -> Path:
         return work_dir() / f"{self.id}.py"

@@ -6,9 +6,9 @@ evidence, so a notebook stored with its starters still runs top to bottom (nbval
 """
 
 from __future__ import annotations
+import __future__
 
 import html
-import importlib.util
 import sys
 import time
 import traceback
@@ -79,13 +79,18 @@ class Verdict:
 
 
 def load_learner(path: Path) -> ModuleType:
-    """The learner's file as a fresh module (edited files are read again on every check)."""
+    """The learner's file as a fresh module (edited files are read again on every check).
+
+    Annotations are not evaluated (PEP 563, as ``from __future__ import annotations``):
+    a function meant to live in a worked example's module may name that module's types.
+    """
     name = f"operatorlab_work_{path.stem.replace('-', '_')}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
+    module = ModuleType(name)
+    module.__file__ = str(path)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    spec.loader.exec_module(module)
+    code = compile(path.read_text(), str(path), "exec", flags=__future__.annotations.compiler_flag,
+                   dont_inherit=True)
+    exec(code, module.__dict__)  # running the learner's own code is the point
     return module
 
 
@@ -152,4 +157,4 @@ def solution(exercise_id: str) -> str:
     """The reference solution's source (recorded: a pass after it says so)."""
     cls = registry.get(exercise_id)
     progress.solution_shown("exercise", cls.id)
-    return cls(None).solution_path().read_text()
+    return cls(None).solution_source()
