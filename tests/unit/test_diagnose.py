@@ -245,18 +245,21 @@ def test_a_kopf_process_is_recognised_however_it_was_started() -> None:
     assert kopf_command(["python", "-m", "kopf", "freeze"]) is None
 
 
-def test_only_this_kinds_operator_counts_as_running_for_it() -> None:
-    def seen(path: str) -> SeenOperator:
-        found = SeenOperator(where="process 7", what=f"kopf run {path}", running=True, files=(path,))
-        return found.for_operator("tenant")
+def test_only_an_operator_that_may_handle_the_kind_counts_as_running_for_it(tmp_path: Path) -> None:
+    def seen(path: str | Path) -> SeenOperator:
+        found = SeenOperator(where="process 7", what=f"kopf run {path}", running=True, files=(str(path),))
+        return found.for_kind("tenants", "Tenant", "tenant")
 
     assert seen("/x/operators/tenant/tenant_operator.py").handles is True
     assert seen("/tmp/labs/crd-group-mismatch/tenant_operator.py").handles is True  # a learner's copy
     assert seen("/x/operators/website/website_operator.py").handles is False
-    assert seen("/home/me/my_operator.py").handles is None
+    (tmp_path / "mine.py").write_text('@kopf.on.create("hedronite.io", "v1", "tenants")\ndef f(**_): ...\n')
+    (tmp_path / "idle.py").write_text("import kopf\n")
+    assert seen(tmp_path / "mine.py").handles is True and seen(tmp_path / "idle.py").handles is False
+    assert seen(tmp_path / "gone.py").handles is None
     deleted = _tenant(deletionTimestamp="2026-05-01T11:59:58Z")
-    website = seen("/x/operators/website/website_operator.py")
-    (stuck,) = _titles(why.diagnose(_facts(deleted, seen=(website,))), "PROBLEM")
+    others = (seen("/x/operators/website/website_operator.py"), seen(tmp_path / "idle.py"))
+    (stuck,) = _titles(why.diagnose(_facts(deleted, seen=others)), "PROBLEM")
     assert stuck.startswith("stuck Terminating") and "no operator is seen running" in stuck
 
 
@@ -352,10 +355,10 @@ def test_missing_verbs_for_a_service_account_name_the_can_i_check_and_the_role_t
     findings = why.diagnose(_facts(_tenant(), user=user, access=access, roles=("tenant-operator",)))
     (denied,) = [f for f in findings if f.severity == "PROBLEM"]
     assert denied.title == f"{user} may not watch tenants.hedronite.io cluster-wide"
-    assert f"check: kubectl auth can-i watch tenants.hedronite.io --as {user}" in denied.details
-    assert denied.fix == ("kubectl patch clusterrole tenant-operator --type=json -p '[{\"op\": \"add\", \"path\": "
-                          "\"/rules/-\", \"value\": {\"apiGroups\": [\"hedronite.io\"], \"resources\": [\"tenants\"], "
-                          "\"verbs\": [\"watch\"]}}]'")
+    assert f"check: kubectl auth can-i watch tenants.hedronite.io --all-namespaces --as {user}" in denied.details
+    assert denied.fix == ("kubectl patch clusterrole tenant-operator --type=json -p '[{\"op\":\"add\",\"path\":"
+                          "\"/rules/-\",\"value\":{\"apiGroups\":[\"hedronite.io\"],\"resources\":[\"tenants\"],"
+                          "\"verbs\":[\"watch\"]}}]'")
     allowed = tuple(AccessCheck(a.verb, a.group, a.resource, "", None, allowed=True) for a in access)
     assert not _titles(why.diagnose(_facts(_tenant(), user=user, access=allowed)), "PROBLEM")
 

@@ -70,8 +70,9 @@ class AccessCheck:
         args = ["kubectl", "auth", "can-i", self.verb, self.name]
         if self.subresource:
             args.append(f"--subresource={self.subresource}")
-        if self.namespace:
-            args += ["-n", self.namespace]
+        # -A asks about namespace "": the question for a cluster-scoped resource, or a cluster-wide
+        # list/watch (without it kubectl asks in the context's namespace, and warns).
+        args += ["-n", self.namespace] if self.namespace else ["--all-namespaces"]
         return " ".join([*args, "--as", user])
 
 
@@ -170,7 +171,8 @@ def gather(api_client: Any, target_text: str, *, namespace: str | None = None, d
     ns = (namespace or default_namespace) if resource.namespaced else None
     obj = get_or_none(api_client, resource.path(target.name, ns))
     operator = presence.operator_for(resource.group, resource.plural) if resource.group else None
-    seen = [s.for_operator(operator) for s in presence.kopf_processes(str(api_client.configuration.host))]
+    seen = [s.for_kind(resource.plural, resource.kind, operator)
+            for s in presence.kopf_processes(str(api_client.configuration.host))]
     looked_for = [f"`kopf run` processes on this machine talking to {api_client.configuration.host}"]
     if operator:
         namespace_, deployment = presence.deployment_of(operator)

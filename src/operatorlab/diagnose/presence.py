@@ -42,14 +42,27 @@ class SeenOperator:
     files: tuple[str, ...] = ()
     handles: bool | None = None
 
-    def for_operator(self, name: str | None) -> SeenOperator:
-        """This operator, judged as a candidate to handle the kind of operator ``name`` (see ``handles``)."""
-        if name is None or not self.files:
+    def for_kind(self, plural: str, kind: str, operator: str | None) -> SeenOperator:
+        """This operator, judged as a candidate to handle ``kind`` (see ``handles``).
+
+        ``operator`` names the one of ours that handles it, if any: its file (or a copy by
+        that name, as a lab's variant is) handles it, our other operators do not. A file of
+        another name handles it if its source names the kind or its plural (``@kopf.on.create(
+        "hedronite.io", "v1", "tenants")``); unreadable, it may.
+        """
+        if not self.files:
             return self
-        ours = {f"{n}_operator.py" for n in operators.operator_names()}
         names = {Path(f).name for f in self.files}
-        handles = True if f"{name}_operator.py" in names else (False if names <= ours else None)
-        return replace(self, handles=handles)
+        ours = {f"{n}_operator.py" for n in operators.operator_names()}
+        if operator and f"{operator}_operator.py" in names:
+            return replace(self, handles=True)
+        if names <= ours:
+            return replace(self, handles=False)
+        try:
+            sources = [Path(f).read_text(errors="replace") for f in self.files]
+        except OSError:
+            return replace(self, handles=None)
+        return replace(self, handles=any(f'"{plural}"' in s or f"'{plural}'" in s or kind in s for s in sources))
 
 
 def kopf_command(argv: list[str]) -> list[str] | None:
@@ -81,9 +94,13 @@ def kopf_processes(server: str, proc: Path = Path("/proc")) -> list[SeenOperator
         if kubeconfig.server(Path(config)) != server:
             continue
         files = [a for a in args if a.endswith(".py")] or [a for a in args if not a.startswith("-")]
+        try:  # a relative path is relative to the process's working directory
+            cwd = (entry / "cwd").resolve()
+        except OSError:
+            cwd = Path("/")
         found.append(SeenOperator(where=f"process {entry.name} on this machine",
                                   what="kopf run " + " ".join(files), running=True,
-                                  files=tuple(f for f in files if f.endswith(".py"))))
+                                  files=tuple(str(cwd / f) for f in files if f.endswith(".py"))))
     return found
 
 

@@ -102,9 +102,14 @@ def _age(when: str | None, now: datetime) -> float | None:
     return (now - datetime.fromisoformat(when.replace("Z", "+00:00"))).total_seconds()
 
 
+def _quoted_json(value: object) -> str:
+    """``value`` as compact JSON, quoted for a shell: a kubectl ``-p`` argument to paste."""
+    return shlex.quote(json.dumps(value, separators=(",", ":")))
+
+
 def _finalizer_patch(f: Facts, keep: Sequence[str]) -> str:
-    value = json.dumps({"metadata": {"finalizers": list(keep) or None}}, separators=(",", ":"))
-    return f"kubectl patch {f.kubectl_ref} --type=merge -p {shlex.quote(value)}"
+    patch = {"metadata": {"finalizers": list(keep) or None}}  # a merge patch replaces the whole list
+    return f"kubectl patch {f.kubectl_ref} --type=merge -p {_quoted_json(patch)}"
 
 
 def _deletion(f: Facts) -> list[Finding]:
@@ -254,7 +259,7 @@ def _schema(f: Facts) -> list[Finding]:
                      "when the operator uses kopf.StatusProgressStorage (kopf 1.45's default keeps progress in "
                      "annotations): both are lost here",
                      "fix it for good in the CRD's manifest; the command below fixes the cluster now"),
-                    fix=f"kubectl patch crd {f.crd.name} --type=json -p {shlex.quote(json.dumps([op]))}")]
+                    fix=f"kubectl patch crd {f.crd.name} --type=json -p {_quoted_json([op])}")]
 
 
 def _peering_findings(f: Facts) -> list[Finding]:
@@ -301,7 +306,7 @@ def _rbac_fix(f: Facts, denied: Sequence[AccessCheck]) -> str:
     if f.roles:
         ops = [{"op": "add", "path": "/rules/-", "value": {"apiGroups": [g], "resources": [r], "verbs": v}}
                for (g, r), v in rules.items()]
-        return f"kubectl patch clusterrole {f.roles[0]} --type=json -p {shlex.quote(json.dumps(ops))}"
+        return f"kubectl patch clusterrole {f.roles[0]} --type=json -p {_quoted_json(ops)}"
     name = f"kopf-{f.resource.plural if f.resource else 'operator'}"
     verbs = ",".join(sorted({a.verb for a in denied}))
     resources = ",".join(sorted({a.name + (f"/{a.subresource}" if a.subresource else "") for a in denied}))
@@ -328,7 +333,7 @@ def _access_findings(f: Facts) -> list[Finding]:
 
 def _operator_findings(f: Facts) -> list[Finding]:
     findings = [Finding("INFO" if s.running else "WARNING", f"operator seen: {s.where}: {s.what}"
-                        + (f" (not the {f.kind} operator)" if s.handles is False else "")) for s in f.seen]
+                        + (f" (does not handle {f.kind})" if s.handles is False else "")) for s in f.seen]
     if not f.operator_running:
         findings.append(Finding("INFO", f"no {f.kind} operator seen running for this cluster",
                                 ("looked for: " + "; ".join(f.looked_for),)))
