@@ -18,7 +18,7 @@ from operatorlab import paths, rbac
 from operatorlab.cli import main
 from operatorlab.cluster import ExistingCluster, LocalCluster, current, manifests
 from operatorlab.cluster.local import _PORTS
-from operatorlab.diagnose import doctor, versions
+from operatorlab.diagnose import doctor
 from operatorlab.diagnose.report import exit_code
 from operatorlab.kubectl import kubectl
 
@@ -28,8 +28,8 @@ def _by_title(findings, start: str):
     return found
 
 
-def _server(api_client) -> versions.Version:
-    return versions.parse(client.VersionApi(api_client).get_code().git_version)
+def _server(api_client) -> str:
+    return str(client.VersionApi(api_client).get_code().git_version)
 
 
 def test_every_check_passes_on_the_healthy_session_cluster(capsys):
@@ -129,25 +129,28 @@ def test_a_crd_of_crds_not_applied_or_not_serving_a_version_is_a_problem(api_cli
     assert doctor.check_crds(api_client, cluster, paths.crds_dir()).severity == "OK"
 
 
-def test_no_kubectl_on_path_is_a_problem_with_the_download_for_the_servers_version(api_client, tmp_path):
+def test_no_kubectl_anywhere_is_a_problem_for_an_existing_cluster(api_client, tmp_path):
     server = _server(api_client)
     existing = ExistingCluster()
-    (missing,) = doctor.check_kubectl(existing, server, {"PATH": str(tmp_path)})
-    assert missing.severity == "PROBLEM" and missing.title == "no kubectl on PATH"
-    assert missing.fix and f"https://dl.k8s.io/release/v{'.'.join(map(str, server))}/bin/linux/" in missing.fix
+    (missing,) = doctor.check_kubectl(existing, server, {"PATH": str(tmp_path)}, built=tmp_path / "kubectl")
+    assert missing.severity == "PROBLEM" and missing.title == "no kubectl: none on PATH, none built in the cache"
+    assert missing.fix == "make setup"
     from operatorlab.kubectl import executable
 
-    (found,) = doctor.check_kubectl(existing, server, {"PATH": str(Path(executable()).parent)})
-    assert found.severity in ("OK", "WARNING") and found.title.startswith("kubectl ")
+    real = Path(executable())
+    (on_path,) = doctor.check_kubectl(existing, server, {"PATH": str(real.parent)}, built=tmp_path / "kubectl")
+    assert on_path.severity in ("OK", "WARNING") and on_path.title.startswith(f"kubectl {real} is v1.")
+    (built,) = doctor.check_kubectl(existing, server, {"PATH": str(tmp_path)}, built=real)
+    assert built.title.startswith(f"kubectl built for the lab {real} is v1.")
 
 
 def test_the_local_clusters_own_kubectl_is_checked_whatever_path_holds(api_client, tmp_path):
     cluster = current()
-    findings = doctor.check_kubectl(cluster, _server(api_client), {"PATH": str(tmp_path)})
+    findings = doctor.check_kubectl(cluster, _server(api_client), {"PATH": str(tmp_path)}, built=tmp_path / "k")
     if cluster.provider == "local":  # `operatorlab cluster env` puts the kubectl built with it first
         assert [(f.severity, f.title.split(" /")[0]) for f in findings] == [("OK", "the cluster's kubectl")]
     else:  # an existing cluster has only the shell's
-        assert [f.title for f in findings] == ["no kubectl on PATH"]
+        assert [f.title for f in findings] == ["no kubectl: none on PATH, none built in the cache"]
 
 
 def test_too_little_disk_is_a_problem_on_the_real_filesystem():

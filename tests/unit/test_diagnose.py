@@ -71,13 +71,6 @@ def test_version_pins_as_pyproject_writes_them() -> None:
         versions.satisfies((1,), "~=1.2")
 
 
-def test_minor_skew_is_signed() -> None:
-    assert versions.minor_skew((1, 32, 4), (1, 36, 3)) == -4
-    assert versions.minor_skew((1, 37, 0), (1, 36, 3)) == 1
-    with pytest.raises(ValueError):
-        versions.minor_skew((2, 0), (1, 36))
-
-
 # --- report ----------------------------------------------------------------------------
 
 
@@ -144,11 +137,12 @@ def test_disk_needs_are_summed_per_filesystem() -> None:
 
 
 def test_kubectl_beyond_one_minor_of_the_server_is_a_warning() -> None:
-    assert doctor.skew_finding("kubectl", "k", (1, 35, 0), (1, 36, 3), fix="x").severity == "OK"
-    assert doctor.skew_finding("kubectl", "k", (1, 37, 1), (1, 36, 3), fix="x").severity == "OK"
-    old = doctor.skew_finding("kubectl", "/usr/bin/kubectl", (1, 32, 4), (1, 36, 3), fix="x")
-    assert old.severity == "WARNING" and "4 minor versions older" in old.title and old.fix == "x"
-    assert "dl.k8s.io/release/v1.36.3/bin/linux/" in doctor.install_kubectl_command((1, 36, 3))
+    assert doctor.skew_finding("kubectl", "k", "v1.35.0", "v1.36.3", fix="x").severity == "OK"
+    assert doctor.skew_finding("kubectl", "k", "v1.37.1", "v1.36.3", fix="x").severity == "OK"
+    old = doctor.skew_finding("kubectl", "/usr/bin/kubectl", "v1.32.4-dispatcher", "v1.36.3", fix="x")
+    assert old.severity == "WARNING" and "more than one minor version apart" in old.title and old.fix == "x"
+    assert "version skew policy" in old.details[0]  # operatorlab.kubectl.skew_warning's words
+    assert "dl.k8s.io/release/v1.31.0/bin/linux/" in doctor.install_kubectl_command("v1.31.0+k3s1")
 
 
 def test_a_crd_is_incomplete_when_absent_not_established_or_not_serving_a_version() -> None:

@@ -11,7 +11,8 @@ The checks, in the order a learner meets them:
 6. the cluster answers (through its provider, :func:`operatorlab.cluster.get_cluster`);
 7. kubectl: present, and within one minor version of the API server (Kubernetes' version
    skew policy: "kubectl is supported within one minor version (older or newer) of
-   kube-apiserver", https://kubernetes.io/releases/version-skew-policy/#kubectl);
+   kube-apiserver", https://kubernetes.io/releases/version-skew-policy/#kubectl; the rule
+   is :func:`operatorlab.kubectl.skew_warning`, which ``cluster up`` also applies);
 8. this identity may create CRDs (a SelfSubjectAccessReview, as ``kubectl auth can-i``);
 9. the CRDs of ``crds/`` are applied, Established, and serve their versions.
 
@@ -39,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from operatorlab import paths
+from operatorlab import kubectl, paths
 from operatorlab.cluster import Cluster, binaries, process
 from operatorlab.diagnose import versions
 from operatorlab.diagnose.report import Finding
@@ -231,45 +232,44 @@ def check_reachable(cluster: Cluster) -> Finding:
     return Finding("PROBLEM", f"the local cluster {cluster.name!r} is not up", fix=cluster_up_command(cluster))
 
 
-def kubectl_version(kubectl: str) -> versions.Version:
-    """``kubectl version --client``'s git version, as numbers.
+def kubectl_version(path: str) -> str:
+    """``kubectl version --client``'s git version (``v1.36.3``) of the kubectl at ``path``.
 
     Raises:
-        RuntimeError: it did not run or printed no version.
+        RuntimeError: it did not run.
     """
-    out = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([path, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
     if out.returncode != 0:
-        raise RuntimeError(f"{kubectl} version failed: {out.stderr.strip()}")
-    return versions.parse(json.loads(out.stdout)["clientVersion"]["gitVersion"])
+        raise RuntimeError(f"{path} version failed: {out.stderr.strip()}")
+    return str(json.loads(out.stdout)["clientVersion"]["gitVersion"])
 
 
-def skew_finding(label: str, kubectl: str, client: versions.Version, server: versions.Version,
-                 fix: str) -> Finding:
-    """OK within one minor version of the server; a WARNING beyond (the version skew policy)."""
-    text = f"{label} {kubectl} is v{'.'.join(map(str, client))}, the server v{'.'.join(map(str, server))}"
-    skew = versions.minor_skew(client, server)
-    if abs(skew) <= 1:
+def skew_finding(label: str, path: str, client: str, server: str, fix: str) -> Finding:
+    """OK within one minor version of the server, a WARNING beyond: the rule of :func:`kubectl.skew_warning`."""
+    text = f"{label} {path} is {client}, the server {server}"
+    warning = kubectl.skew_warning(client, server)
+    if warning is None:
         return Finding("OK", text)
-    return Finding("WARNING", f"{text}: {abs(skew)} minor versions {'newer' if skew > 0 else 'older'}",
-                   ("Kubernetes supports kubectl within one minor version of the API server "
-                    "(https://kubernetes.io/releases/version-skew-policy/#kubectl): beyond it, fields and flags "
-                    "the lessons use may be missing or refused",), fix=fix)
+    return Finding("WARNING", f"{text}: more than one minor version apart", (warning,), fix=fix)
 
 
-def install_kubectl_command(server: versions.Version) -> str:
+def install_kubectl_command(server: str) -> str:
     """Download the kubectl matching the server (https://kubernetes.io/docs/tasks/tools/install-kubectl-linux/)."""
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-    v = "v" + ".".join(map(str, server))
+    v = "v" + ".".join(map(str, versions.parse(server)[:3]))  # v1.31.0+k3s1 -> upstream's v1.31.0
     return (f"mkdir -p ~/.local/bin && curl -fsSLo ~/.local/bin/kubectl https://dl.k8s.io/release/{v}/bin/linux/{arch}/"
             "kubectl && chmod +x ~/.local/bin/kubectl")
 
 
-def check_kubectl(cluster: Cluster, server: versions.Version, env: Mapping[str, str]) -> list[Finding]:
-    """kubectl is there, and within one minor of the server: the cluster's own and the shell's.
+def check_kubectl(cluster: Cluster, server: str, env: Mapping[str, str], *,
+                  built: Path | None = None) -> list[Finding]:
+    """kubectl is there, and within one minor of the server: the one the lab uses, and the shell's.
 
     With a local cluster, ``operatorlab cluster env`` puts the kubectl built with it first on
     PATH; the one already on the shell's PATH is checked too, since that is what a learner
-    types before running it.
+    types before running it. With an existing cluster, the one on PATH, else the one
+    ``make setup`` built alone into the cache (``built``, default ``<cache>/<version>/bin/kubectl``),
+    as :func:`operatorlab.kubectl.executable` picks them.
     """
     found: list[Finding] = []
     on_path = shutil.which("kubectl", path=env.get("PATH"))
@@ -286,9 +286,15 @@ def check_kubectl(cluster: Cluster, server: versions.Version, env: Mapping[str, 
             if shell.severity != "OK":
                 found.append(shell)
         return found
-    if not on_path:
-        return [Finding("PROBLEM", "no kubectl on PATH", fix=install_kubectl_command(server))]
-    return [skew_finding("kubectl", on_path, kubectl_version(on_path), server, fix=install_kubectl_command(server))]
+    if on_path:
+        return [skew_finding("kubectl", on_path, kubectl_version(on_path), server, fix=install_kubectl_command(server))]
+    built = binaries.default_dir() / "kubectl" if built is None else built
+    if os.access(built, os.X_OK):
+        return [skew_finding("kubectl built for the lab", str(built), kubectl_version(str(built)), server,
+                             fix=install_kubectl_command(server))]
+    return [Finding("PROBLEM", "no kubectl: none on PATH, none built in the cache",
+                    ("with OPERATORLAB_CLUSTER=existing, `make setup` builds kubectl alone (minutes); "
+                     "or install one: https://kubernetes.io/docs/tasks/tools/",), fix="make setup")]
 
 
 def check_crd_rbac(api_client: Any) -> Finding:
@@ -386,7 +392,7 @@ def run(cluster: Cluster, *, env: Mapping[str, str] | None = None) -> list[Findi
     from kubernetes import client, config
 
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    server = versions.parse(client.VersionApi(api).get_code().git_version)
+    server = str(client.VersionApi(api).get_code().git_version)
     findings += check_kubectl(cluster, server, env)
     findings.append(check_crd_rbac(api))
     findings.append(check_crds(api, cluster))

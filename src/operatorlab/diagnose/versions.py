@@ -1,5 +1,6 @@
 """Version numbers as the doctor compares them: Python against ``requires-python``, packages
-against their pins in ``pyproject.toml``, kubectl against the API server.
+against their pins in ``pyproject.toml`` (kubectl against the API server is
+:func:`operatorlab.kubectl.skew_warning`'s).
 
 A small reader rather than the ``packaging`` library: the lab's pins use only ``>=``,
 ``<`` and friends on dotted numbers, and the doctor must run in a venv that may be
@@ -65,20 +66,7 @@ def requirement(text: str) -> tuple[str, str]:
     return match.group(1).lower().replace("_", "-"), match.group(2)
 
 
-def minor_skew(client: Version, server: Version) -> int:
-    """How many minor versions ``client`` is ahead of ``server`` (negative: behind).
-
-    Raises:
-        ValueError: the major versions differ (no Kubernetes skew rule covers that).
-    """
-    if client[0] != server[0] or len(client) < 2 or len(server) < 2:
-        raise ValueError(f"cannot compare versions {_text(client)} and {_text(server)}")
-    return client[1] - server[1]
-
-
 def _pad(version: Version, width: int) -> Version:
     return version + (0,) * (width - len(version))
 
 
-def _text(version: Version) -> str:
-    return ".".join(map(str, version))
