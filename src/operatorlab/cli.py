@@ -13,6 +13,8 @@
     operatorlab lab list|start|check|hint|solve|reset ID    guided labs (operatorlab.labs.cli)
     operatorlab drill list|start ID|check|hint              timed drills
     operatorlab exercise list|check|hint|solution|reset ID  graded exercises (operatorlab.exercises.cli)
+    operatorlab doctor [--name NAME]                 is this machine ready? OK or PROBLEM per check, and the fix
+    operatorlab why KIND/NAME [-n NS] [--as USER]    why a kopf handler did not fire (or finish) for one object
 
 The provider comes from ``$OPERATORLAB_CLUSTER`` (``local`` or ``existing``); see
 :func:`operatorlab.cluster.get_cluster`.
@@ -27,8 +29,9 @@ import sys
 from pathlib import Path
 
 from operatorlab import jupyterlab, kubectl, operators, paths, progress
-from operatorlab.cluster import ClusterError, get_cluster
+from operatorlab.cluster import ClusterError, current, get_cluster
 from operatorlab.cluster.binaries import BinariesMissing
+from operatorlab.diagnose import doctor, report
 from operatorlab.exercises import cli as exercises_cli
 from operatorlab.exercises.registry import UnknownExercise
 from operatorlab.labs import cli as labs_cli
@@ -158,6 +161,38 @@ def operator_run(args: argparse.Namespace) -> int:
     os.execvpe(argv[0], argv, env)  # replaces this process: Ctrl-C goes straight to kopf
 
 
+def doctor_run(args: argparse.Namespace) -> int:
+    cluster = get_cluster(args.name)
+    print(f"operatorlab doctor: this machine and the {cluster.provider} cluster {cluster.name!r}", flush=True)
+    findings = doctor.run(cluster)
+    print(report.render(findings, rank=False))
+    print(f"\n{report.summary(findings)}" + (": run the fix: lines above" if report.exit_code(findings) else ""))
+    return report.exit_code(findings)
+
+
+def why_run(args: argparse.Namespace) -> int:
+    from kubernetes import config
+
+    from operatorlab.diagnose import evidence, why
+
+    # As kubectl: $KUBECONFIG when set (e.g. by `eval "$(operatorlab cluster env)"`), else the lab's cluster.
+    cluster = current()
+    kubeconfig = str(cluster.kubeconfig)
+    try:
+        _, context = config.list_kube_config_contexts(config_file=kubeconfig)
+    except (config.ConfigException, OSError) as e:
+        raise ClusterError(f"cannot read kubeconfig {kubeconfig}: {e}; "
+                           "start a cluster with: operatorlab cluster up") from e
+    api = config.new_client_from_config(config_file=kubeconfig)
+    named = cluster.provider == "local" and cluster.name != "lab"  # for the fix: operator run --cluster-name
+    facts = evidence.gather(api, args.target, namespace=args.namespace,
+                            default_namespace=context["context"].get("namespace") or "default", as_user=args.as_user,
+                            cluster_name=cluster.name if named else None)
+    findings = why.diagnose(facts)
+    print(why.report(facts, findings))
+    return report.exit_code(findings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="operatorlab", description="Operator Lab: Kubernetes controllers, hands on.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,6 +236,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     labs_cli.add_parsers(sub)  # operatorlab lab ..., operatorlab drill ...
     exercises_cli.add_parsers(sub)  # operatorlab exercise ...
+
+    doc = sub.add_parser("doctor", help="check this machine and the cluster before a workshop (non-zero on a PROBLEM)")
+    doc.add_argument("--name", default=None, help="local cluster name (default: $OPERATORLAB_CLUSTER_NAME or 'lab')")
+    doc.set_defaults(func=doctor_run)
+
+    w = sub.add_parser("why", help="why a kopf handler did not fire, or not finish, for one object")
+    w.add_argument("target", metavar="KIND/NAME",
+                   help="as kubectl names it: tenant/acme, tenants.hedronite.io/acme, tenants.v1.hedronite.io/acme")
+    w.add_argument("-n", "--namespace", default=None, help="the object's namespace (default: the context's)")
+    w.add_argument("--as", dest="as_user", default=None, metavar="USER",
+                   help="check the verbs kopf needs for this identity, e.g. system:serviceaccount:NS:NAME")
+    w.set_defaults(func=why_run)
     return parser
 
 

@@ -47,3 +47,14 @@ def test_rewriting_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> 
     assert yaml.safe_load(path.read_text())["users"][0]["user"] == {"token": "t"}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["k"]
+
+
+def test_server_reads_the_current_contexts_api_server(tmp_path: Path) -> None:
+    path = kubeconfig.write(tmp_path / "kubeconfig", server="https://127.0.0.1:6443/", cluster="lab", user="admin",
+                            token="t")
+    assert kubeconfig.server(path) == "https://127.0.0.1:6443"
+    config = yaml.safe_load(path.read_text())
+    config["current-context"] = "elsewhere"
+    path.write_text(yaml.safe_dump(config))
+    assert kubeconfig.server(path) is None  # names no context of the file
+    assert kubeconfig.server(tmp_path / "absent") is None

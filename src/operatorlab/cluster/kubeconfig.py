@@ -87,3 +87,18 @@ def write(path: Path, **fields: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def server(path: Path) -> str | None:
+    """The API server URL of the current context of the kubeconfig ``path`` (None if it names none).
+
+    ``operatorlab why`` compares it with its own to tell which running operators talk to
+    the same cluster. Reads any kubeconfig, not only ours; unreadable or malformed -> None.
+    """
+    try:
+        config = yaml.safe_load(path.read_text())
+        context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+        return str(cluster["server"]).rstrip("/")
+    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration):
+        return None
