@@ -8,6 +8,7 @@
     operatorlab lab hint ID [--all]      the next hint (vague first)
     operatorlab lab solve ID             apply the reference fix, then check
     operatorlab lab reset ID             remove everything the lab made
+    operatorlab lab logs ID [--lines N]  the log of each process the lab runs (its operator, a proxy)
     operatorlab drill list | start ID | check | hint
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from pathlib import Path
 
 from operatorlab import progress
 from operatorlab.faults.components import ComponentUnavailable
@@ -65,6 +67,23 @@ def lab_start(args: argparse.Namespace) -> int:
     progress.started("lab", lab.id)
     print(f"fault injected. Read labs/{lab.id}/README.md; then `operatorlab lab check {lab.id}`"
           f" (hints: `operatorlab lab hint {lab.id}`).")
+    for role, rec in lab.record.processes.items():
+        print(f"  the lab's {role} logs to {rec.log}  (operatorlab lab logs {lab.id})")
+    return 0
+
+
+def lab_logs(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    processes = lab.record.processes
+    if not processes:
+        print(f"lab {lab.id} runs no process of its own (its subject is the cluster)")
+        return 0
+    for role, rec in processes.items():
+        path = Path(rec.log)
+        print(_c(f"== {role} ({rec.kind}, pid {rec.pid}, {'running' if rec.identity.alive else 'stopped'}): "
+                 f"{path}", "1"))
+        lines = path.read_text(errors="replace").splitlines() if path.is_file() else ["(no log yet)"]
+        print("\n".join(lines[-args.lines:]))
     return 0
 
 
@@ -174,6 +193,7 @@ def add_parsers(sub) -> None:
         ("hint", lab_hint, "show the next hint"),
         ("solve", lab_solve, "apply the reference fix"),
         ("reset", lab_reset, "remove everything the lab made"),
+        ("logs", lab_logs, "show the log of each process the lab runs"),
     ):
         p = lsub.add_parser(action, help=help_)
         p.add_argument("id")
@@ -182,6 +202,8 @@ def add_parsers(sub) -> None:
             p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the checks to pass (default 5)")
         if action == "hint":
             p.add_argument("--all", action="store_true", help="all hints at once")
+        if action == "logs":
+            p.add_argument("--lines", type=int, default=60, help="the last N lines of each log (default 60)")
     drill = sub.add_parser("drill", help="timed CKA-style drills")
     dsub = drill.add_subparsers(dest="action", required=True)
     dsub.add_parser("list", help="list the drills").set_defaults(func=_guard(drill_list))
