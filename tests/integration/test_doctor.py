@@ -11,6 +11,7 @@ import shlex
 import socket
 from pathlib import Path
 
+import pytest
 import yaml
 from kubernetes import client, config
 
@@ -144,6 +145,7 @@ def test_no_kubectl_anywhere_is_a_problem_for_an_existing_cluster(api_client, tm
     assert built.title.startswith(f"kubectl built for the lab {real} is v1.")
 
 
+@pytest.mark.local_cluster
 def test_the_local_clusters_own_kubectl_is_checked_whatever_path_holds(api_client, tmp_path):
     cluster = current()
     findings = doctor.check_kubectl(cluster, _server(api_client), {"PATH": str(tmp_path)}, built=tmp_path / "k")

@@ -6,7 +6,7 @@ with a context of its own, so nothing marks it as ours, and ``make test`` runs w
 stand-in's kubectl on ``PATH`` as a learner's own. Selected are the tests whose behaviour
 depends on the provider: the two notebooks that ask for it (lesson 00 lists components,
 lesson 04 reads the kubeconfig through it; ``test_only_these_notebooks_ask_for_the_provider``
-keeps that list true), the terminal, strict TLS on foreign certificates, a Tenant lab, the
+keeps that list true), the terminal, the doctor, strict TLS on foreign certificates, a Tenant lab, the
 lab that needs the local cluster (it must say so), and the local-only tests (skipped with
 their reason). Every other test reaches the API only through ``KUBECONFIG``, the same on
 either provider. Notebooks run with ``--nbval-lax``: each must run without error and its
@@ -35,6 +35,7 @@ NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER = ("00-your-cluster.ipynb", "04-kopf-tenant.
 SELECTION = [
     *(f"notebooks/{nb}" for nb in NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER),
     "tests/integration/test_jupyterlab.py",
+    "tests/integration/test_doctor.py",
     "tests/integration/test_strict_tls.py",
     "tests/integration/test_cluster.py",
     "tests/labs/test_labs.py::test_lab_fails_after_inject_and_passes_after_solve[stuck-finalizer]",

@@ -47,7 +47,8 @@ from operatorlab import paths
 from operatorlab.cluster import LocalCluster, binaries, process
 from tests import jupyterhub_image as image
 
-pytestmark = pytest.mark.xdist_group("jupyterhub-unprivileged")
+pytestmark = [pytest.mark.xdist_group("jupyterhub-unprivileged"),
+              pytest.mark.local_cluster]  # it starts a cluster from the binaries
 
 USER = "oplab-learner"
 LAB = "crd-group-mismatch"  # writes the learner's copy of an operator into the course: HOME must be theirs
