@@ -14,6 +14,7 @@ import pytest
 
 from operatorlab import paths
 from operatorlab.exercises import discover, grade
+from tests.exercises.conftest import group_of
 
 EXERCISES = discover()
 
@@ -75,16 +76,23 @@ def starter_of(exercise_id: str) -> str:
 
 
 def _param(exercise_id: str, *rest: str) -> pytest.param:
-    group = EXERCISES[exercise_id].xdist_group
+    group = group_of(EXERCISES[exercise_id].xdist_group)
     return pytest.param(exercise_id, *rest, id="-".join((exercise_id, *rest)),
                         marks=[pytest.mark.xdist_group(group)] if group else [])
 
 
+def _kubeconfig(exercise_id: str, request: pytest.FixtureRequest) -> Path | None:
+    """The cluster to grade on: a Tenant exercise's own (see conftest.py), else the session's."""
+    if EXERCISES[exercise_id].xdist_group == "tenant-operator":
+        return request.getfixturevalue("exercises_cluster")
+    return None
+
+
 @pytest.mark.parametrize("exercise_id", [_param(i) for i in EXERCISES])
-def test_the_starter_fails_and_says_why(exercise_id: str, tmp_path: Path) -> None:
+def test_the_starter_fails_and_says_why(exercise_id: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     learner = tmp_path / f"{exercise_id}.py"
     learner.write_text(starter_of(exercise_id))
-    verdict = grade(exercise_id, path=learner, record=False)
+    verdict = grade(exercise_id, path=learner, kubeconfig=_kubeconfig(exercise_id, request), record=False)
     assert not verdict.passed, verdict.text()
     failing = [c for c in verdict.checks if not c.passed]
     assert failing and all(c.message for c in failing), verdict.text()
@@ -94,20 +102,21 @@ def test_the_starter_fails_and_says_why(exercise_id: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("exercise_id", [_param(i) for i in EXERCISES])
-def test_the_reference_solution_passes(exercise_id: str) -> None:
-    verdict = grade(exercise_id, path=paths.repo_root() / "exercises" / exercise_id / "solution.py", record=False)
+def test_the_reference_solution_passes(exercise_id: str, request: pytest.FixtureRequest) -> None:
+    verdict = grade(exercise_id, path=paths.repo_root() / "exercises" / exercise_id / "solution.py",
+                    kubeconfig=_kubeconfig(exercise_id, request), record=False)
     assert verdict.passed, verdict.text()
     assert len(verdict.checks) >= 3, "an exercise grades several properties"
 
 
 @pytest.mark.parametrize(("exercise_id", "mistake"), [_param(i, m) for i, ms in MISTAKES.items() for m in ms])
-def test_each_mistake_fails(exercise_id: str, mistake: str, tmp_path: Path) -> None:
+def test_each_mistake_fails(exercise_id: str, mistake: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     old, new = MISTAKES[exercise_id][mistake]
     solution = EXERCISES[exercise_id](None).solution_source()
     assert solution.count(old) == 1, f"{old!r} must occur once in the solution"
     learner = tmp_path / f"{exercise_id}.py"
     learner.write_text(solution.replace(old, new))
-    verdict = grade(exercise_id, path=learner, record=False)
+    verdict = grade(exercise_id, path=learner, kubeconfig=_kubeconfig(exercise_id, request), record=False)
     assert not verdict.passed, f"{mistake}: passed\n{verdict.text()}"
     failing = [c.name for c in verdict.checks if not c.passed]
     assert not any(name.startswith("your code loads") for name in failing), f"{mistake}: did not load\n{verdict.text()}"

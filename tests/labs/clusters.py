@@ -9,10 +9,12 @@ other Tenant operator, and the labs that need the local cluster are only asked t
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
-from operatorlab.cluster import Cluster, current
+from operatorlab import paths
+from operatorlab.cluster import Cluster, LocalCluster, current, manifests
 from operatorlab.labs import Lab
 
 # The cluster of the labs that run the Tenant operator.
@@ -41,3 +43,16 @@ def cluster_for(lab_cls: type[Lab], request: pytest.FixtureRequest) -> Cluster:
 def xdist_group_of(lab_cls: type[Lab]) -> str | None:
     """The xdist group a lab's test joins: its own cluster's, or its operator's on the shared one."""
     return _placement(lab_cls)[1]
+
+
+def own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A local cluster of its own, CRDs applied, for a session fixture to yield; purged afterwards."""
+    cluster = LocalCluster(name, root=tmp_path_factory.mktemp("clusters"))
+    try:
+        cluster.up(log=lambda _: None)
+        from kubernetes import config
+
+        manifests.apply_crds(config.new_client_from_config(config_file=str(cluster.kubeconfig)), paths.crds_dir())
+        yield cluster
+    finally:
+        cluster.down(purge=True, log=lambda _: None)

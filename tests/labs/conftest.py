@@ -16,11 +16,10 @@ import pytest
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from operatorlab import paths
-from operatorlab.cluster import LocalCluster, manifests
+from operatorlab.cluster import LocalCluster
 from operatorlab.labs import Lab
 from operatorlab.labs.state import LabState
-from tests.labs.clusters import TENANT_LABS
+from tests.labs.clusters import TENANT_LABS, own_cluster
 
 
 def _assert_nothing_left(lab: Lab, recorded: LabState) -> None:
@@ -43,25 +42,13 @@ def nothing_left() -> Callable[[Lab, LabState], None]:
     return _assert_nothing_left
 
 
-def _own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(name, root=tmp_path_factory.mktemp("clusters"))
-    try:
-        cluster.up(log=lambda _: None)
-        from kubernetes import config
-
-        manifests.apply_crds(config.new_client_from_config(config_file=str(cluster.kubeconfig)), paths.crds_dir())
-        yield cluster
-    finally:
-        cluster.down(purge=True, log=lambda _: None)
-
-
 @pytest.fixture(scope="session")
 def tenant_lab_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """The cluster of the labs that run the Tenant operator (started by the first test that asks)."""
-    yield from _own_cluster(TENANT_LABS, tmp_path_factory)
+    yield from own_cluster(TENANT_LABS, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A cluster for labs that stop control-plane components."""
-    yield from _own_cluster("labs-private", tmp_path_factory)
+    yield from own_cluster("labs-private", tmp_path_factory)

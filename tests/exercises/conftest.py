@@ -1,0 +1,38 @@
+"""The cluster the exercises are graded on.
+
+An exercise that runs a Tenant operator or reconciles Tenants must not share a cluster with
+the session's other Tenant operators (they would reconcile each other's Tenants), so those
+get a cluster of their own, ``exercises``, and an xdist group of it: they run beside the
+session's Tenant tests instead of queueing behind them. On a cluster someone else runs
+(``OPERATORLAB_CLUSTER=existing``) no cluster of our own can be started: they then join the
+session's ``tenant-operator`` group on the session's cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
+
+EXERCISES_CLUSTER = "exercises"
+
+
+def group_of(xdist_group: str | None) -> str | None:
+    """The xdist group of an exercise's tests."""
+    if xdist_group == "tenant-operator" and not ON_EXISTING_CLUSTER:
+        return EXERCISES_CLUSTER
+    return xdist_group
+
+
+@pytest.fixture(scope="session")
+def exercises_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The kubeconfig the Tenant exercises are graded against."""
+    if ON_EXISTING_CLUSTER:
+        yield Path(os.environ["KUBECONFIG"])
+        return
+    for cluster in own_cluster(EXERCISES_CLUSTER, tmp_path_factory):
+        yield cluster.kubeconfig
