@@ -9,6 +9,8 @@ cluster, never on the session's shared one (see conftest.py).
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -21,9 +23,9 @@ from operatorlab.labs import registry, runner
 from tests.labs.clusters import ON_EXISTING_CLUSTER, cluster_for, xdist_group_of
 
 LABS = registry.discover()
-# On an existing cluster, a lab that needs the local cluster's processes cannot run: it must say so.
-NEEDS_LOCAL = {i: c for i, c in LABS.items() if ON_EXISTING_CLUSTER and "local" in c.requires}
-RUNNABLE = {i: c for i, c in LABS.items() if i not in NEEDS_LOCAL}
+# A lab that needs the local cluster's processes cannot run on an existing cluster: it must say so.
+NEEDS_LOCAL = {i: c for i, c in LABS.items() if "local" in c.requires}
+RUNNABLE = {i: c for i, c in LABS.items() if not (ON_EXISTING_CLUSTER and i in NEEDS_LOCAL)}
 
 
 def _param(lab_id: str, cls) -> pytest.param:
@@ -67,14 +69,21 @@ def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path
 
 
 @pytest.mark.parametrize("lab_id", list(NEEDS_LOCAL))
-def test_a_lab_that_needs_the_local_cluster_says_so_on_an_existing_one(lab_id):
-    """What a workshop attendee on minikube sees: a refusal that names the reason, and a list that warns."""
+def test_a_lab_that_needs_the_local_cluster_says_so_on_an_existing_one(lab_id, kubeconfig, tmp_path):
+    """What a workshop attendee on minikube sees: a refusal that names the reason, and a list that warns.
+
+    The session's cluster is handed over as a plain kubeconfig (a copy outside its folder), as
+    minikube's is: nothing marks it as Operator Lab's own."""
+    plain = tmp_path / "config"
+    shutil.copy(kubeconfig, plain)
+    env = {**os.environ, "OPERATORLAB_CLUSTER": "existing", "KUBECONFIG": str(plain),
+           "OPERATORLAB_PROGRESS": str(tmp_path / "progress.json")}
     started = subprocess.run([sys.executable, "-m", "operatorlab.cli", "lab", "start", lab_id],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, env=env)
     assert started.returncode != 0
     assert f"lab {lab_id!r} is unavailable on this existing cluster" in started.stdout + started.stderr
     listed = subprocess.run([sys.executable, "-m", "operatorlab.cli", "lab", "list"],
-                            capture_output=True, text=True, timeout=120, check=True)
+                            capture_output=True, text=True, timeout=120, check=True, env=env)
     line = next(x for x in listed.stdout.splitlines() if lab_id in x)
     assert "unavailable on this cluster" in line, line
 
