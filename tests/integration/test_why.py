@@ -12,8 +12,10 @@
 - a version of a CRD that is not served, and a schema that prunes status: a real write loses
   a field, the fixes make the server keep it.
 
-Tests that run a Tenant operator share the xdist group "tenant-operator" (Tenants are
-cluster-scoped: two operators would both reconcile every one).
+The module runs on a cluster of its own (``why``), in one xdist group: its Tenant operators
+must not meet the session's (Tenants are cluster-scoped: two operators would both reconcile
+every one), and it then runs beside the session's Tenant tests instead of after them. On a
+cluster someone else runs it joins the session's ``tenant-operator`` group on that cluster.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 
 from operatorlab import rbac, tenants
 from operatorlab.cli import main
@@ -36,8 +40,42 @@ from operatorlab.kubectl import kubectl
 from operatorlab.labs import registry, runner
 from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
 
 SYSTEM_NAMESPACE = "operatorlab-system"
+
+pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER else "why")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """This module's cluster: ``KUBECONFIG`` names it while the module runs (what the CLI,
+    kubectl and the labs read), and the fixtures below talk to it."""
+    if ON_EXISTING_CLUSTER:
+        yield Path(os.environ["KUBECONFIG"])
+        return
+    saved = os.environ["KUBECONFIG"]
+    for cluster in own_cluster("why", tmp_path_factory):
+        os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+        try:
+            yield cluster.kubeconfig
+        finally:
+            os.environ["KUBECONFIG"] = saved
+
+
+@pytest.fixture(scope="module")
+def api_client(kubeconfig: Path) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(kubeconfig))
+
+
+@pytest.fixture(scope="module")
+def core(api_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="module")
+def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api_client)
 
 
 def _why(api_client, target: str, **kw):
@@ -70,7 +108,6 @@ def _lab(lab_id: str, tmp_path):
     return runner.create(registry.get(lab_id), ctx)
 
 
-@pytest.mark.xdist_group("tenant-operator")
 def test_a_healthy_tenant_says_its_handlers_completed(api_client, kubeconfig, tenant_set, tmp_path, capsys):
     with OperatorProcess(operator_path("tenant"), kubeconfig=kubeconfig, log_path=tmp_path / "op.log") as op:
         name = tenant_set.name("ok")
@@ -94,7 +131,6 @@ def test_a_healthy_tenant_says_its_handlers_completed(api_client, kubeconfig, te
         assert "Nothing wrong found: kopf's handlers completed" in out and "PROBLEM" not in out
 
 
-@pytest.mark.xdist_group("tenant-operator")
 def test_a_backing_off_handler_shows_its_retry_the_condition_and_the_fix(api_client, kubeconfig, tenant_set,
                                                                          tmp_path):
     name = tenant_set.name("taken")
@@ -126,7 +162,6 @@ def test_a_backing_off_handler_shows_its_retry_the_condition_and_the_fix(api_cli
         assert tenant_set.phase(name) == "Ready"
 
 
-@pytest.mark.xdist_group("tenant-operator")
 def test_stuck_terminating_without_its_operator(api_client, tmp_path):
     lab = _lab("stuck-finalizer", tmp_path)
     target = f"tenant/{lab_module_tenant(lab)}"
@@ -155,7 +190,6 @@ def lab_module_tenant(lab) -> str:
     return sys.modules[type(lab).__module__].TENANT
 
 
-@pytest.mark.xdist_group("tenant-operator")
 def test_an_operator_that_watches_another_group_never_handles_the_tenant(api_client, tmp_path):
     lab = _lab("crd-group-mismatch", tmp_path)
     module = sys.modules[type(lab).__module__]
@@ -193,7 +227,6 @@ def _kopf(command: str) -> None:
                    timeout=60)
 
 
-@pytest.mark.xdist_group("tenant-operator")
 def test_a_peering_freeze_pauses_the_operator_until_resumed(api_client, kubeconfig, peering, tenant_set, unique,
                                                             tmp_path):
     operator = OperatorProcess(operator_path("tenant"), kubeconfig=kubeconfig, peering=peering,

@@ -11,11 +11,22 @@ from collections.abc import Iterator
 
 import pytest
 
+from operatorlab.cluster import Cluster, current
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import TENANT_LABS_GROUP, cluster_for
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
 
-pytestmark = pytest.mark.xdist_group(TENANT_LABS_GROUP)
+# A cluster of its own beside the other Tenant labs' (see conftest.py): these bypasses take
+# minutes, and a Tenant operator must not meet another on one cluster.
+pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER else "labs-take-over")
+
+
+@pytest.fixture(scope="module")
+def take_over_cluster(tmp_path_factory) -> Iterator[Cluster]:
+    if ON_EXISTING_CLUSTER:
+        yield current()
+        return
+    yield from own_cluster("labs-take-over", tmp_path_factory)
 
 FOREIGN = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
 FREE = "a Tenant of a free name still converges (create, update, delete)"
@@ -58,9 +69,9 @@ def reconcile_tenant(name, spec, *, uid, core=None, report=None):
 
 
 @pytest.fixture
-def lab(tmp_path, request, nothing_left) -> Iterator:
+def lab(tmp_path, take_over_cluster, nothing_left) -> Iterator:
     cls = registry.get("take-over")
-    lab = runner.create(cls, runner.context(cluster_for(cls, request), state_dir=tmp_path / "state"))
+    lab = runner.create(cls, runner.context(take_over_cluster, state_dir=tmp_path / "state"))
     try:
         runner.start(lab)
         yield lab
