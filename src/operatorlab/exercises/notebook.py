@@ -9,6 +9,7 @@ folder :func:`~operatorlab.exercises.base.work_dir` names), which ``check(ID)`` 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from operatorlab.exercises import registry
@@ -21,7 +22,7 @@ def exercise_magic(line: str, cell: str, *, shell: Any) -> None:
     path = cls(None).work_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(cell)
-    print(f"saved to {path.relative_to(path.parent.parent.parent)}; grade it with the next cell")
+    print(f"saved to {os.path.relpath(path)}; grade it with the next cell")
     shell.run_cell(cell, store_history=False)
 
 
