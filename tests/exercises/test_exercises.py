@@ -51,6 +51,15 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "deletes what is not its own": (
             "        if not _owned_by_tenant(meta, name, uid):\n            return False\n", ""),
     },
+    "05-service-apply": {
+        "no owner reference": ('"metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]}',
+                               '"metadata": {"name": name, "namespace": namespace}'),
+        "the port never follows the spec": ('(website.get("spec") or {}).get("port", 80)', "80"),
+        "a merge patch instead of an apply": (
+            "core.patch_namespaced_service(name, namespace, service, field_manager=MANAGER, force=True,\n"
+            "                                  _content_type=APPLY_PATCH)",
+            "core.patch_namespaced_service(name, namespace, service)"),
+    },
     "06-route-api-errors": {
         "a 422 retried forever": ("    if status == 422:", "    if status == 0:"),
         "an outage given up on": (
