@@ -66,4 +66,7 @@ def within(name: str, condition: Callable[[], Any], *, budget: float, evidence: 
     outcome = converges(condition, budget=budget, interval=interval, give_up=give_up)
     if outcome.ok:
         return Check(name, True, f"converged in {outcome.seconds:.1f} s (budget {budget:.0f} s)")
+    if outcome.seconds < budget:  # gave up: nothing could change any more
+        return Check(name, False, f"stopped after {outcome.seconds:.1f} s, as nothing more could change; "
+                                  f"last seen: {evidence(outcome.last)}")
     return Check(name, False, f"not within {budget:.0f} s; last seen: {evidence(outcome.last)}")

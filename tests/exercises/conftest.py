@@ -1,11 +1,12 @@
 """The cluster the exercises are graded on.
 
-An exercise that runs a Tenant operator or reconciles Tenants must not share a cluster with
-the session's other Tenant operators (they would reconcile each other's Tenants), so those
-get a cluster of their own, ``exercises``, and an xdist group of it: they run beside the
-session's Tenant tests instead of queueing behind them. On a cluster someone else runs
+An exercise that runs a cluster-wide operator (Tenant, NamespaceBaseline) or reconciles
+Tenants must not share a cluster with the session's operators of that kind (they would
+reconcile each other's objects), so those get a cluster of their own, ``exercises``, and an
+xdist group of it: they run beside the session's operator tests instead of queueing behind
+them. On a cluster someone else runs
 (``OPERATORLAB_CLUSTER=existing``) no cluster of our own can be started: they then join the
-session's ``tenant-operator`` group on the session's cluster.
+session's operator group on the session's cluster.
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
 EXERCISES_CLUSTER = "exercises"
 
 
+#: The groups of exercises that run a cluster-wide operator: they are graded on ``exercises``.
+OPERATOR_GROUPS = ("tenant-operator", "nsb-operator")
+
+
 def group_of(xdist_group: str | None) -> str | None:
     """The xdist group of an exercise's tests."""
-    if xdist_group == "tenant-operator" and not ON_EXISTING_CLUSTER:
+    if xdist_group in OPERATOR_GROUPS and not ON_EXISTING_CLUSTER:
         return EXERCISES_CLUSTER
     return xdist_group
 

@@ -14,7 +14,7 @@ import pytest
 
 from operatorlab import paths
 from operatorlab.exercises import discover, grade
-from tests.exercises.conftest import group_of
+from tests.exercises.conftest import OPERATOR_GROUPS, group_of
 
 EXERCISES = discover()
 
@@ -60,6 +60,12 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
             "                                  _content_type=APPLY_PATCH)",
             "core.patch_namespaced_service(name, namespace, service)"),
     },
+    "07-least-privilege": {
+        "a wildcard rule": ("RULES = [", "RULES = [{'apiGroups': ['*'], 'resources': ['*'], 'verbs': ['*']},\n "),
+        "namespaces not watched": ("'resources': ['namespaces'], 'verbs': ['list', 'watch']",
+                                   "'resources': ['namespaces'], 'verbs': ['list']"),
+        "policies cannot be created": ("'create', 'update', 'delete'", "'update', 'delete'"),
+    },
     "06-route-api-errors": {
         "a 422 retried forever": ("    if status == 422:", "    if status == 0:"),
         "an outage given up on": (
@@ -92,7 +98,7 @@ def _param(exercise_id: str, *rest: str) -> pytest.param:
 
 def _kubeconfig(exercise_id: str, request: pytest.FixtureRequest) -> Path | None:
     """The cluster to grade on: a Tenant exercise's own (see conftest.py), else the session's."""
-    if EXERCISES[exercise_id].xdist_group == "tenant-operator":
+    if EXERCISES[exercise_id].xdist_group in OPERATOR_GROUPS:
         return request.getfixturevalue("exercises_cluster")
     return None
 
