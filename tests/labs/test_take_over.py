@@ -71,7 +71,11 @@ def reconcile_tenant(name, spec, *, uid, core=None, report=None):
 @pytest.fixture
 def lab(tmp_path, take_over_cluster, nothing_left) -> Iterator:
     cls = registry.get("take-over")
-    lab = runner.create(cls, runner.context(take_over_cluster, state_dir=tmp_path / "state"))
+    # Its own work folder (the learner's copy of the operator goes there), not the checkout's
+    # labs/take-over/: test_labs.py runs the same lab at the same time on another worker.
+    (tmp_path / "labs" / cls.id).mkdir(parents=True)
+    ctx = runner.context(take_over_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+    lab = runner.create(cls, ctx)
     try:
         runner.start(lab)
         yield lab
