@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
-import inspect
-import sys
 from pathlib import Path
 
 from operatorlab.exercises.base import Exercise, exercises_dir
+from operatorlab.loading import one_subclass
 
 
 class UnknownExercise(LookupError):
@@ -27,17 +25,7 @@ def discover(root: Path | None = None) -> dict[str, type[Exercise]]:
 
 @functools.cache
 def _load(path: Path) -> type[Exercise]:
-    module_name = f"operatorlab_exercises_{path.parent.name.replace('-', '_')}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    found = [obj for obj in vars(module).values() if inspect.isclass(obj) and issubclass(obj, Exercise)
-             and obj is not Exercise and obj.__module__ == module_name]
-    if len(found) != 1:
-        raise TypeError(f"{path} must define exactly one Exercise subclass, found {[c.__name__ for c in found]}")
-    cls = found[0]
+    cls = one_subclass(path, Exercise, f"operatorlab_exercises_{path.parent.name.replace('-', '_')}")
     cls.id = path.parent.name
     for field in ("lesson", "title", "subject", "hints"):
         if not getattr(cls, field):

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
-import inspect
-import sys
 from pathlib import Path
 
 from operatorlab.labs.base import Lab, labs_dir
 from operatorlab.labs.errors import UnknownLab
+from operatorlab.loading import one_subclass
 
 
 def discover(root: Path | None = None) -> dict[str, type[Lab]]:
@@ -26,17 +24,7 @@ def discover(root: Path | None = None) -> dict[str, type[Lab]]:
 
 @functools.cache
 def _load(path: Path) -> type[Lab]:
-    module_name = f"operatorlab_labs_{path.parent.name.replace('-', '_')}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    found = [obj for obj in vars(module).values()
-             if inspect.isclass(obj) and issubclass(obj, Lab) and obj is not Lab and obj.__module__ == module_name]
-    if len(found) != 1:
-        raise TypeError(f"{path} must define exactly one Lab subclass, found {[c.__name__ for c in found]}")
-    cls = found[0]
+    cls = one_subclass(path, Lab, f"operatorlab_labs_{path.parent.name.replace('-', '_')}")
     cls.id = path.parent.name
     if not cls.summary:
         raise TypeError(f"{path}: {cls.__name__}.summary is empty (lab list shows it)")
