@@ -178,6 +178,17 @@ class OperatorProcess:
             raise FileNotFoundError(f"no operator file {self.path}: OperatorProcess takes a path; for one of "
                                     f"ours: OperatorProcess(operator_path({self.path.stem!r}))")
         self.stop()
+        attempts = 3
+        while not self._spawn_and_wait(timeout=timeout, on_spawn=on_spawn):
+            attempts -= 1
+            # Only a probe port taken between choosing and binding it is worth another try.
+            if not attempts or "address already in use" not in self.log_tail(3):
+                raise RuntimeError(f"operator {self.path} exited at startup:\n{process.tail(self.log_path)}")
+        return self
+
+    def _spawn_and_wait(self, *, timeout: float,
+                        on_spawn: Callable[[OperatorProcess], None] | None) -> bool:
+        """One attempt: spawn kopf on a new probe port; True once live, False if it exited."""
         self.liveness_port = process.free_port()
         env = {**os.environ, **read_env_file(self.env_file), **self.env}
         if self.kubeconfig:
@@ -196,9 +207,10 @@ class OperatorProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.running:
-                raise RuntimeError(f"operator {self.path} exited at startup:\n{process.tail(self.log_path)}")
+                self.stop()  # reaps it
+                return False
             if self._live():
-                return self
+                return True
             time.sleep(0.2)
         raise RuntimeError(f"operator {self.path} not live after {timeout:.0f}s:\n{process.tail(self.log_path)}")
 

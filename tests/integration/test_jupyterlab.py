@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -27,21 +26,15 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from operatorlab import kubectl
-from operatorlab.cluster import current
+from operatorlab.cluster import current, process
 
 TOKEN = uuid.uuid4().hex
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
 def _serve(argv: list[str], env: dict[str, str], port: int, log: Path) -> Iterator[str]:
     out = log.open("w")
-    process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -50,13 +43,13 @@ def _serve(argv: list[str], env: dict[str, str], port: int, log: Path) -> Iterat
                 urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)  # noqa: S310 -- our own server
                 break
             except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
+                if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"the server did not start; its log:\n{log.read_text()}")
                 time.sleep(0.3)
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.terminate()
+        server.wait(timeout=30)
         out.close()
 
 
@@ -99,7 +92,7 @@ def cluster_env() -> dict[str, str]:
 
 def test_a_terminal_gets_the_cluster_kubectl_and_kubeconfig(tmp_path: Path, cluster_env: dict[str, str]) -> None:
     cluster = current()
-    port = _free_port()
+    port = process.free_port()
     argv = [sys.executable, "-m", "operatorlab.cli", "jupyter", "--name", cluster.name, *_server_args(port)]
     env = {**cluster_env, "OPERATORLAB_CLUSTER": cluster.provider}
     with _serve(argv, env, port, tmp_path / "server.log") as url:
@@ -119,7 +112,7 @@ def test_without_the_settings_a_login_shell_loses_the_cluster_kubectl(
     profile = Path("/etc/profile")
     resets_path = profile.is_file() and re.search(r"^\s*PATH=", profile.read_text(), re.MULTILINE)
     expected_kubectl = kubectl.executable()
-    port = _free_port()
+    port = process.free_port()
     env = {**cluster_env, "PATH": f"{Path(expected_kubectl).parent}{os.pathsep}{cluster_env['PATH']}"}
     argv = [str(Path(sys.executable).parent / "jupyter"), "server", *_server_args(port)]
     with _serve(argv, env, port, tmp_path / "server.log") as url:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+from operatorlab.cluster import process
 from operatorlab.cluster.process import Identity
 from operatorlab.operators import OperatorProcess
 from operatorlab.wait import eventually
@@ -76,3 +78,29 @@ def test_a_recycled_pid_is_not_mistaken_for_the_recorded_process():
     assert not Identity(me.pid, str(int(me.started) + 1)).alive
     Identity(me.pid, str(int(me.started) + 1)).stop(sig=signal.SIGKILL)  # not us: nothing happens
     assert me.alive
+
+
+def test_a_probe_port_taken_before_kopf_binds_it_is_chosen_again(tmp_path, monkeypatch):
+    """Between choosing the liveness port and kopf binding it, another process may take it."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    choices = iter([taken.getsockname()[1]])
+    real_free_port = process.free_port
+    monkeypatch.setattr(process, "free_port", lambda: next(choices, None) or real_free_port())
+    path = tmp_path / "idle_operator.py"
+    path.write_text(IDLE_OPERATOR)
+    op = OperatorProcess(path, log_path=tmp_path / "op.log")
+    try:
+        op.start()
+        assert op.liveness_port != taken.getsockname()[1]
+        assert "address already in use" in op.log(), "the first attempt did not meet the taken port"
+    finally:
+        op.stop()
+        taken.close()
+
+
+def test_free_ports_are_chosen_below_the_range_outgoing_connections_use():
+    for _ in range(20):
+        port = process.free_port()
+        assert port not in process.ephemeral_ports() and process.port_free(port)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -127,9 +128,33 @@ def tail(log: Path, lines: int = 20) -> str:
         return ""
 
 
+def ephemeral_ports() -> range:
+    """The kernel's range for the local end of outgoing connections (Linux; else the usual default)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the kernel picks it)."""
-    with socket.socket() as s:
+    """A TCP port on 127.0.0.1 that nothing uses right now, chosen *below* the ephemeral range.
+
+    Binding port 0 would let the kernel pick one, but from the very range it hands out
+    for the local end of every outgoing connection: between our check and the server's
+    own bind, any client connecting somewhere (a test run opens thousands) may take it,
+    and the server dies with EADDRINUSE. A port below the range is only ever taken by a
+    server that asks for it by number.
+    """
+    ephemeral = ephemeral_ports()
+    pool = range(20000, ephemeral.start) if ephemeral.start > 21000 else range(0)
+    for _ in range(50):
+        if not pool:
+            break
+        port = random.choice(pool)
+        if port_free(port):
+            return port
+    with socket.socket() as s:  # no room below the range: let the kernel pick
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
