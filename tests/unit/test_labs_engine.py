@@ -272,10 +272,11 @@ def test_lab_panel_offers_the_buttons_and_a_stable_repr(tmp_path):
     from operatorlab.widgets import LabPanel
 
     panel = LabPanel("stuck-finalizer", ctx=LabContext(ExistingCluster(), state_dir=tmp_path), solve_button=True)
-    assert list(panel.buttons) == ["inject", "check", "hint", "solve"]
+    assert list(panel.buttons) == ["inject", "check", "hint", "solve", "reset"]
     assert repr(panel) == "LabPanel('stuck-finalizer')"
     panel._run(panel.check)  # not started: the panel shows the error instead of raising
-    assert "not started" in panel.output.value
+    assert "not started" in panel.output.value and "FAIL" in panel.output.value
+    assert not any(b.disabled for b in panel.buttons.values()), "the buttons come back after an error"
 
 
 def _function_without_docstring(source: str, name: str) -> str:

@@ -6,12 +6,17 @@ import html
 
 import ipywidgets as widgets
 
+from operatorlab import progress
 from operatorlab.labs import registry, runner
 from operatorlab.labs.base import Check
 
 
 class LabPanel(widgets.VBox):
     """Buttons for one lab and an output area; the same engine as ``operatorlab lab ...``.
+
+    Each action disables the buttons and says what it is doing until it ends (a check
+    waits for the operator to settle, which takes seconds); verdicts are the words PASS
+    and FAIL, coloured as a courtesy.
 
     Args:
         lab_id: the lab's folder name under ``labs/``.
@@ -22,13 +27,16 @@ class LabPanel(widgets.VBox):
     def __init__(self, lab_id: str, *, ctx=None, solve_button: bool = False) -> None:
         self.lab = runner.create(registry.get(lab_id), ctx or runner.context())
         self.output = widgets.HTML()
-        buttons = [("inject", "danger", self.inject), ("check", "info", self.check), ("hint", "", self.hint)]
+        buttons = [("inject", "danger", self.inject, "injecting the fault"),
+                   ("check", "info", self.check, "checking (the operator gets a few seconds to settle)"),
+                   ("hint", "", self.hint, "")]
         if solve_button:
-            buttons.append(("solve", "success", self.solve))
+            buttons.append(("solve", "success", self.solve, "applying the reference fix, then checking"))
+        buttons.append(("reset", "", self.reset, "removing everything the lab made"))
         self.buttons = {}
-        for label, style, action in buttons:
+        for label, style, action, doing in buttons:
             button = widgets.Button(description=label, button_style=style)
-            button.on_click(lambda _b, action=action: self._run(action))
+            button.on_click(lambda _b, action=action, doing=doing: self._run(action, doing))
             self.buttons[label] = button
         super().__init__([widgets.HTML(f"<b>{html.escape(self.lab.title)}</b>: {html.escape(self.lab.summary)}"),
                           widgets.HBox(list(self.buttons.values())), self.output])
@@ -40,12 +48,15 @@ class LabPanel(widgets.VBox):
         return self._show("<i>fault injected</i>: now find it, fix it, and press check")
 
     def check(self, settle: float = 5.0) -> list[Check]:
+        """Run the checks, waiting up to ``settle`` s for them to pass (as ``operatorlab lab check``)."""
         results = runner.check(self.lab, settle=settle)
+        passed = sum(c.passed for c in results)
+        progress.attempted("lab", self.lab.id, passed == len(results))
         rows = "".join(
-            f"<li>{'✅' if c.passed else '❌'} {html.escape(c.name)}"
+            f"<li>{_word(c.passed)} {html.escape(c.name)}"
             + ("" if c.passed else f"<br><small>{html.escape(c.message)}</small>") + "</li>"
             for c in results)
-        self._show(f"<ul>{rows}</ul>")
+        self._show(f"<p>{_word(passed == len(results))} {passed} of {len(results)} checks pass</p><ul>{rows}</ul>")
         return results
 
     def hint(self) -> list[str]:
@@ -57,11 +68,22 @@ class LabPanel(widgets.VBox):
         runner.solve(self.lab)
         return self.check(settle=self.lab.settle)
 
-    def _run(self, action) -> None:
+    def reset(self) -> str:
+        runner.reset(self.lab)
+        return self._show("<i>reset</i>: everything the lab made is gone; inject to start again")
+
+    def _run(self, action, doing: str = "") -> None:
+        for button in self.buttons.values():
+            button.disabled = True
+        if doing:
+            self._show(f"<i>{html.escape(doing)}…</i>")
         try:
             action()
         except Exception as e:  # noqa: BLE001 - shown to the learner, not swallowed
-            self._show(f"<pre>{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
+            self._show(f"<p>{_word(False)} {html.escape(type(e).__name__)}</p><pre>{html.escape(str(e))}</pre>")
+        finally:
+            for button in self.buttons.values():
+                button.disabled = False
 
     def _show(self, text: str) -> str:
         self.output.value = text
@@ -69,3 +91,9 @@ class LabPanel(widgets.VBox):
 
     def __repr__(self) -> str:  # stable text for nbval; the widget shows live results
         return f"LabPanel({self.lab.id!r})"
+
+
+def _word(passed: bool) -> str:
+    """PASS or FAIL in words (a browser without an emoji font shows ✅ and ❌ as the same box)."""
+    colour = "#1a7f37" if passed else "#cf222e"
+    return f'<b style="color:{colour}">{"PASS" if passed else "FAIL"}</b>'
