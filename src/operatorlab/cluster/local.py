@@ -240,6 +240,10 @@ class LocalCluster:
                     f"--root-ca-file={k.ca}",
                     f"--cluster-signing-cert-file={k.ca}", f"--cluster-signing-key-file={k.key('ca')}",
                     f"--cluster-name={self.name}",
+                    # At start it creates ~40 per-controller ServiceAccounts and their tokens;
+                    # the default client limit (20 requests/s, burst 30) queued them for seconds.
+                    # One user's cluster on loopback, not a thousand-node fleet: let it go fast.
+                    "--kube-api-qps=200", "--kube-api-burst=400",
                 ]
             return argv
         if component == "kwok":
