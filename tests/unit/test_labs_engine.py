@@ -297,3 +297,12 @@ def test_the_take_over_solution_shows_the_operators_own_ownership_check():
 def test_the_operator_launcher_takes_a_path_and_says_so():
     with pytest.raises(FileNotFoundError, match=r"OperatorProcess\(operator_path\('tenant'\)\)"):
         operators.OperatorProcess("tenant").start()
+
+
+def test_a_lab_panel_on_a_cluster_that_cannot_run_the_lab_says_why_instead_of_raising(tmp_path):
+    from operatorlab.widgets import LabPanel
+
+    panel = LabPanel("controller-manager-down", ctx=LabContext(ExistingCluster(), state_dir=tmp_path))
+    assert not panel.buttons
+    assert "Not on this cluster" in panel.output.value and "only the built-in local cluster" in panel.output.value
+    assert repr(panel) == "LabPanel('controller-manager-down')"

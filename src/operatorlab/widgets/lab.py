@@ -25,21 +25,29 @@ class LabPanel(widgets.VBox):
     """
 
     def __init__(self, lab_id: str, *, ctx=None, solve_button: bool = False) -> None:
-        self.lab = runner.create(registry.get(lab_id), ctx or runner.context())
+        cls = registry.get(lab_id)
+        ctx = ctx or runner.context()
         self.output = widgets.HTML()
+        self.buttons: dict[str, widgets.Button] = {}
+        title = widgets.HTML(f"<b>{html.escape(cls.title)}</b>: {html.escape(cls.summary)}")
+        if reason := runner.unavailable(cls, ctx):  # e.g. on minikube: say why, offer no buttons
+            self.lab_id = lab_id
+            super().__init__([title, self.output])
+            self._show(f"<p><b>Not on this cluster.</b> {html.escape(reason)}</p>")
+            return
+        self.lab = runner.create(cls, ctx)
+        self.lab_id = lab_id
         buttons = [("inject", "danger", self.inject, "injecting the fault"),
                    ("check", "info", self.check, "checking (the operator gets a few seconds to settle)"),
                    ("hint", "", self.hint, "")]
         if solve_button:
             buttons.append(("solve", "success", self.solve, "applying the reference fix, then checking"))
         buttons.append(("reset", "", self.reset, "removing everything the lab made"))
-        self.buttons = {}
         for label, style, action, doing in buttons:
             button = widgets.Button(description=label, button_style=style)
             button.on_click(lambda _b, action=action, doing=doing: self._run(action, doing))
             self.buttons[label] = button
-        super().__init__([widgets.HTML(f"<b>{html.escape(self.lab.title)}</b>: {html.escape(self.lab.summary)}"),
-                          widgets.HBox(list(self.buttons.values())), self.output])
+        super().__init__([title, widgets.HBox(list(self.buttons.values())), self.output])
 
     # Each action returns what it shows, so a notebook cell (or a test) can use it without clicking.
 
@@ -90,7 +98,7 @@ class LabPanel(widgets.VBox):
         return text
 
     def __repr__(self) -> str:  # stable text for nbval; the widget shows live results
-        return f"LabPanel({self.lab.id!r})"
+        return f"LabPanel({self.lab_id!r})"
 
 
 def _word(passed: bool) -> str:
