@@ -37,7 +37,7 @@ def _param(lab_id: str, cls) -> pytest.param:
 def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path, nothing_left):
     cls = LABS[lab_id]
     cluster = cluster_for(cls, request)
-    ctx = runner.context(cluster, state_dir=tmp_path / "state")
+    ctx = runner.context(cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(cls, ctx)
     started = time.monotonic()
     timings = {}
