@@ -9,6 +9,7 @@ the cluster through its own kubeconfig, just as it would in production.
 
 from __future__ import annotations
 
+import ast
 import atexit
 import hashlib
 import importlib.util
@@ -70,6 +71,34 @@ def load_module(name: str) -> ModuleType:
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def constants(name: str) -> dict[str, object]:
+    """The literal constants an operator file assigns at top level, read without importing it.
+
+    ``GROUP, VERSION, PLURAL = "hedronite.io", "v1", "tenants"`` gives three entries.
+    Importing the file would import kopf and aiohttp (seconds on a busy machine) for what
+    is a handful of strings: every ``operatorlab`` command needs those names, few need kopf.
+    """
+    values: dict[str, object] = {}
+    for node in ast.parse(operator_path(name).read_text()).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            try:
+                if isinstance(target, ast.Name):
+                    values[target.id] = ast.literal_eval(value)
+                elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    for t, v in zip(target.elts, value.elts, strict=True):
+                        if isinstance(t, ast.Name):
+                            values[t.id] = ast.literal_eval(v)
+            except ValueError:  # not a literal (a call, a name): not a constant we can read
+                continue
+    return values
 
 
 def kopf_argv(path: str | Path, *, namespaces: Sequence[str] = (), liveness_port: int | None = None,

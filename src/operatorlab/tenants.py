@@ -10,20 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from operatorlab.operators import load_module
+from operatorlab.operators import constants, load_module
 from operatorlab.wait import eventually
 
 # The Tenant's names are the operator's own (operators/tenant/tenant_operator.py): read
 # from it, never spelled again, so no lab, check, test or benchmark can drift from what
-# the operator does.
-_operator = load_module("tenant")
-GROUP: str = _operator.GROUP
-VERSION: str = _operator.VERSION
-PLURAL: str = _operator.PLURAL
+# the operator does. Read as literals: importing the operator imports kopf, which only
+# namespace_of needs.
+_constants = constants("tenant")
+GROUP: str = str(_constants["GROUP"])
+VERSION: str = str(_constants["VERSION"])
+PLURAL: str = str(_constants["PLURAL"])
 #: The label on a Tenant's namespace and quota; its value is the Tenant's name.
-TENANT_LABEL: str = _operator.TENANT_LABEL
+TENANT_LABEL: str = str(_constants["TENANT_LABEL"])
 #: The name of the ResourceQuota in a Tenant's namespace.
-QUOTA_NAME: str = _operator.QUOTA_NAME
+QUOTA_NAME: str = str(_constants["QUOTA_NAME"])
 
 
 def namespace_of(name: str) -> str:
@@ -32,7 +33,7 @@ def namespace_of(name: str) -> str:
     Raises:
         ValueError: ``name`` cannot make a namespace name (the operator refuses such a Tenant).
     """
-    return str(_operator.namespace_name(name))
+    return str(load_module("tenant").namespace_name(name))
 
 
 def manifest(name: str, cpu_quota: str | int, display_name: str | None = None) -> dict[str, Any]:
