@@ -275,7 +275,7 @@ def test_lab_panel_offers_the_buttons_and_a_stable_repr(tmp_path):
     assert list(panel.buttons) == ["inject", "check", "hint", "solve", "reset"]
     assert repr(panel) == "LabPanel('stuck-finalizer')"
     panel._run(panel.check)  # not started: the panel shows the error instead of raising
-    assert "not started" in panel.output.value and "FAIL" in panel.output.value
+    assert "Not started yet" in panel.output.value and "inject" in panel.output.value
     assert not any(b.disabled for b in panel.buttons.values()), "the buttons come back after an error"
 
 

@@ -9,6 +9,7 @@ import ipywidgets as widgets
 from operatorlab import progress
 from operatorlab.labs import registry, runner
 from operatorlab.labs.base import Check
+from operatorlab.labs.errors import LabNotStarted
 
 
 class LabPanel(widgets.VBox):
@@ -87,6 +88,9 @@ class LabPanel(widgets.VBox):
             self._show(f"<i>{html.escape(doing)}…</i>")
         try:
             action()
+        except LabNotStarted:
+            self._show("<p><b>Not started yet.</b> Press <b>inject</b> first "
+                       f"(in a terminal: <code>operatorlab lab start {html.escape(self.lab_id)}</code>).</p>")
         except Exception as e:  # noqa: BLE001 - shown to the learner, not swallowed
             self._show(f"<p>{_word(False)} {html.escape(type(e).__name__)}</p><pre>{html.escape(str(e))}</pre>")
         finally:
