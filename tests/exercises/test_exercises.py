@@ -76,6 +76,27 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
                                 "float(DEFAULT_RETRY_DELAY)"),
         "no delay: a hot loop": ("return max(1.0, float(", "return 0 * (float("),
     },
+    "06-drift-timer": {
+        "no floor: 0.01 s is taken as it is": ("return max(seconds, MIN_RESYNC_SECONDS)", "return seconds"),
+        "the timer heals nothing (drift left to events)": (
+            "        _reconcile_and_record(name, spec, body, patch)  # noqa: F821 - the operator's own",
+            "        pass"),
+        "a timestamp written every resync": (
+            "        _reconcile_and_record(name, spec, body, patch)  # noqa: F821 - the operator's own",
+            "        _reconcile_and_record(name, spec, body, patch)  # noqa: F821\n"
+            "        patch.status[\"lastResync\"] = _now()  # noqa: F821"),
+    },
+    "07-hung-handler": {
+        "no timeout: waits for ever": (", _request_timeout=REQUEST_TIMEOUT)", ")"),
+        "an absurd 1 ms timeout": ("REQUEST_TIMEOUT = (1.0, 1.0)", "REQUEST_TIMEOUT = (0.001, 0.001)"),
+        "the timeout escapes as an urllib3 error": ("except urllib3.exceptions.HTTPError as e:",
+                                                     "except TimeoutError as e:"),
+    },
+    "07-failover": {
+        "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
+        "kopf's default lifetime (60 s)": ("    settings.peering.lifetime = LIFETIME", "    pass"),
+        "a lifetime of 1 s": ("LIFETIME = 10  #", "LIFETIME = 1  #"),
+    },
 }
 
 

@@ -73,6 +73,16 @@ def test_gone_and_cut_apply_to_watches_only():
     assert not Rule("status", watch=False).matches("GET", "/api/v1/pods", {"watch": "true"})
 
 
+def test_stall_holds_plain_requests_and_watches_alike():
+    rules = RuleSet([Rule("stall", method="GET", path="/networkpolicies/", after=30, times=1)])
+    assert rules.decide("GET", "/apis/networking.k8s.io/v1/namespaces/x/networkpolicies", {}) is None
+    stalled = rules.decide("GET", "/apis/networking.k8s.io/v1/namespaces/x/networkpolicies/deny", {})
+    assert stalled.action == "stall" and stalled.after == 30
+    assert rules.hits == {"stall-30s GET /networkpolicies/": [rules.hits["stall-30s GET /networkpolicies/"][0]]}
+    assert rules.decide("GET", "/apis/networking.k8s.io/v1/namespaces/x/networkpolicies/deny", {}) is None  # once
+    assert Rule("stall", after=1).matches("GET", "/api/v1/pods", {"watch": "true"})
+
+
 def test_first_matching_rule_wins():
     rules = RuleSet([Rule("status", status=500, path="/a"), Rule("status", status=503)])
     assert rules.decide("GET", "/a/b", {}).status == 500

@@ -5,6 +5,7 @@
     operator ──HTTP (loopback)──► FaultProxy ──HTTPS + admin credentials──► kube-apiserver
                                      │ rules: answer 429/500/503 (+ Retry-After),
                                      │        cut a watch stream, answer a watch with 410 Gone,
+                                     │        stall a request (hold it unanswered for a while, then forward it),
                                      │        SIGKILL the operator once the apiserver acknowledged a write
                                      └ /_operatorlab/rules, /_operatorlab/stats: scripting
 
@@ -30,6 +31,7 @@ Rules (JSON objects, first match wins, each may fire a limited number of ``times
     {"action": "status", "status": 429, "retry_after": 2, "method": "POST", "path": "/resourcequotas"}
     {"action": "gone", "path": "/tenants", "watch": true}          # a 410 ERROR event, then end
     {"action": "cut", "path": "/tenants", "watch": true, "after": 1}  # forward 1 s, then drop the connection
+    {"action": "stall", "method": "GET", "path": "/networkpolicies/", "after": 60}  # silent for 60 s, then forward
     {"action": "kill", "method": "POST", "path": "/namespaces$", "response": 201,
      "pid": 4242, "started": "81234", "times": 1}   # SIGKILL process 4242 (if still that one), once
 
@@ -58,7 +60,7 @@ from operatorlab.cluster import process
 CONTROL = "/_operatorlab"
 REASONS = {410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
            504: "Timeout"}
-ACTIONS = ("status", "gone", "cut", "kill")
+ACTIONS = ("status", "gone", "cut", "kill", "stall")
 _DROP_REQUEST = {"host", "content-length", "accept-encoding", "connection", "transfer-encoding", "authorization",
                  "keep-alive"}
 _DROP_RESPONSE = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
@@ -76,6 +78,9 @@ class Rule:
             ``Retry-After``), ``gone`` (answer a watch with one ``ERROR`` event carrying a 410
             Status, then end the stream, as kube-apiserver does for a too old
             resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s),
+            ``stall`` (hold the request unanswered for ``after`` s, then forward it: a slow
+            server, or with a long ``after`` a hung one, which a client without a timeout
+            waits on for as long),
             ``kill`` (forward; when the apiserver answers ``response``, SIGKILL the process
             ``pid`` started at ``started`` before relaying the answer).
         method: an HTTP method, several comma-separated, or ``*``.
@@ -113,6 +118,7 @@ class Rule:
         re.compile(self.path)
         if not self.name:
             what = {"status": str(self.status), "gone": "410-event", "cut": f"cut-{self.after:g}s",
+                    "stall": f"stall-{self.after:g}s",
                     "kill": f"kill-{self.pid}-on-{self.response or '2xx'}"}[self.action]
             self.name = f"{what} {self.method} {self.path or '*'}{' watch' if self.watch else ''}"
 
@@ -263,6 +269,9 @@ def make_app(upstream: Upstream, rules: RuleSet):
         if rule is not None and rule.action == "status":
             headers = {"Retry-After": f"{rule.retry_after:g}"} if rule.retry_after is not None else {}
             return web.json_response(status_body(rule.status), status=rule.status, headers=headers)
+        if rule is not None and rule.action == "stall":
+            await asyncio.sleep(rule.after)
+            return await forward(request, cut_after=None)
         if rule is not None and rule.action == "gone":
             response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
             await response.prepare(request)
@@ -337,8 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_kubeconfig:
         write_proxy_kubeconfig(args.write_kubeconfig, args.port)
     print(f"fault proxy on http://127.0.0.1:{args.port} -> {args.kubeconfig}", flush=True)
+    # A short shutdown: a stalled request or an open watch must not hold a stop for the default 60 s.
     web.run_app(make_app(Upstream.from_kubeconfig(args.kubeconfig), rules), host="127.0.0.1", port=args.port,
-                print=None, access_log=None)
+                print=None, access_log=None, shutdown_timeout=1.0)
     return 0
 
 
