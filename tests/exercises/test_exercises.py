@@ -32,6 +32,34 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
                             'quota = core.create_namespaced_resource_quota(namespace, '
                             '{"metadata": {"name": NAME}, "spec": {"hard": want}})'),
     },
+    "01-survive-api-errors": {
+        "never backs off": ("delay = min(delay * 2, max_delay)", "delay = interval"),
+        "catches only API errors (dies on a cut connection)": ("except Exception as e:", "except ApiException as e:"),
+        "sleeps through stop": ("stop.wait(wait)  # returns", '__import__("time").sleep(wait)  # returns'),
+    },
+    "02-resume-watch": {
+        "always relists": ("        error = None\n", "        error, relist = None, True\n"),
+        "bookmarks ignored": (
+            "                resource_version = event.resource_version or resource_version  # a BOOKMARK's too",
+            '                if event.type != "BOOKMARK":\n'
+            "                    resource_version = event.resource_version or resource_version  # a BOOKMARK's too"),
+        "a 410 resumed, not relisted": ("relist = error.code != 429", "relist = False"),
+    },
+    "02-level-triggered": {
+        "acts on the event's object": ("tenant = self.get_tenant(event.name)", "tenant = event.object"),
+        "a list is not an event": (
+            '        for obj in objects:  # a LIST is the state as it is: reconcile every Tenant in it\n'
+            '            self.reconciler.sync(obj["metadata"]["name"], obj)\n', ""),
+        "forgets the Tenants that left the list": ("for name in sorted(self.known - names):", "for name in []:"),
+    },
+    "02-changes-since": {
+        "deletions left out": ('changed[event.name] = None if event.type == "DELETED" else event.resource_version',
+                               "changed[event.name] = event.resource_version"),
+        "the bookmark ignored": ("return changed, event.resource_version  # the server",
+                                 "continue  # the server"),
+        "a 410 taken for no change": ("                    return None  # that history is gone",
+                                      "                    return {}, resource_version  # that history is gone"),
+    },
     "03-process-next-work-item": {
         "never done": ("        queue.done(key)", "        pass"),
         "retried at once, not rate limited": ("queue.add_rate_limited(key)", "queue.add(key)"),

@@ -64,12 +64,14 @@ def test_status_rule_matches_method_and_path_and_counts_down():
     assert [r["rule"] is not None for r in rules.stats()["requests"]] == [False, True, True, False]
 
 
-def test_gone_and_cut_apply_to_watches_only():
+def test_gone_applies_to_watches_only_and_cut_to_any_request():
     rules = RuleSet([Rule("gone", path="/tenants$")])
     assert rules.decide("GET", "/apis/hedronite.io/v1/tenants", {}) is None
     assert rules.decide("GET", "/apis/hedronite.io/v1/tenants", {"watch": "true"}).action == "gone"
     assert rules.decide("GET", "/apis/hedronite.io/v1/tenants", {"watch": "1"}) is not None
     assert Rule("cut", after=1, watch=True).matches("GET", "/api/v1/pods", {"watch": "true"})
+    assert not Rule("cut", after=1, watch=True).matches("GET", "/api/v1/pods", {})
+    assert Rule("cut", watch=False).matches("GET", "/api/v1/pods", {})  # a LIST's answer, cut off
     assert not Rule("status", watch=False).matches("GET", "/api/v1/pods", {"watch": "true"})
 
 

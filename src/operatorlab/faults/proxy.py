@@ -4,7 +4,7 @@
 
     operator ──HTTP (loopback)──► FaultProxy ──HTTPS + admin credentials──► kube-apiserver
                                      │ rules: answer 429/500/503 (+ Retry-After),
-                                     │        cut a watch stream, answer a watch with 410 Gone,
+                                     │        cut a watch stream (or any response), answer a watch with 410 Gone,
                                      │        stall a request (hold it unanswered for a while, then forward it),
                                      │        SIGKILL the operator once the apiserver acknowledged a write
                                      └ /_operatorlab/rules, /_operatorlab/stats: scripting
@@ -32,6 +32,7 @@ Rules (JSON objects, first match wins, each may fire a limited number of ``times
     {"action": "gone", "path": "/tenants", "watch": true}          # a 410 ERROR event, then end
     {"action": "cut", "path": "/tenants", "watch": true, "after": 1}  # forward 1 s, then drop the connection
     {"action": "stall", "method": "GET", "path": "/networkpolicies/", "after": 60}  # silent for 60 s, then forward
+    {"action": "cut", "method": "GET", "path": "/tenants$", "watch": false}  # a LIST's answer cut off at once
     {"action": "kill", "method": "POST", "path": "/namespaces$", "response": 201,
      "pid": 4242, "started": "81234", "times": 1}   # SIGKILL process 4242 (if still that one), once
 
@@ -77,7 +78,9 @@ class Rule:
         action: ``status`` (answer ``status`` with a Kubernetes Status body and, if set,
             ``Retry-After``), ``gone`` (answer a watch with one ``ERROR`` event carrying a 410
             Status, then end the stream, as kube-apiserver does for a too old
-            resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s),
+            resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s: a
+            watch mid-stream, or with ``after`` 0 any response right after its headers, as a
+            broken network does),
             ``stall`` (hold the request unanswered for ``after`` s, then forward it: a slow
             server, or with a long ``after`` a hung one, which a client without a timeout
             waits on for as long),
@@ -135,7 +138,7 @@ class Rule:
             return False
         if self.watch is not None and is_watch(query) != self.watch:
             return False
-        if self.action in ("gone", "cut") and not is_watch(query):
+        if self.action == "gone" and not is_watch(query):
             return False
         return re.search(self.path, path) is not None
 
@@ -303,6 +306,8 @@ def make_app(upstream: Upstream, rules: RuleSet):
                 k: v for k, v in upstream_response.headers.items() if k.lower() not in _DROP_RESPONSE})
             try:
                 await response.prepare(request)
+                if cut_after is not None and cut_after <= 0:
+                    raise TimeoutError  # cut right after the headers: not one byte of the body
                 async with asyncio.timeout(cut_after):
                     async for chunk in upstream_response.content.iter_any():
                         await response.write(chunk)
