@@ -112,11 +112,12 @@ class SurviveDowntime(Exercise):
 
             operator.start()
             resumed = f"[{idle}] Resuming is processed"
+            settled = _Holds(lambda: api.phase(new) == "Ready", SETTLE)
             outcome = converges(
                 lambda: (api.phase(new) == "Ready" and _namespace_back(core, gone) and _quota(api, changed) == "3"
                          and resumed in operator.log()),
                 budget=self.budget,
-                give_up=_Holds(lambda: api.phase(new) == "Ready", SETTLE))
+                give_up=lambda: settled() or not operator.running)
             # kopf posts Events in the background: give a late one the time to land.
             wrote = converges(lambda: _writes(api, core, idle) != before, budget=EVENT_GRACE)
             after = _writes(api, core, idle)
