@@ -88,6 +88,22 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
             "                                  _content_type=APPLY_PATCH)",
             "core.patch_namespaced_service(name, namespace, service)"),
     },
+    "04-survive-downtime": {
+        "no on.resume": ('@kopf.on.resume(GROUP, VERSION, PLURAL, id="reconcile")\n', ""),
+        "an Event on every run": (
+            '        message=f"namespace {status[\'namespace\']} and its quota match the Tenant",\n    )\n',
+            '        message=f"namespace {status[\'namespace\']} and its quota match the Tenant",\n    )\n'
+            '    post_event("Reconciled", f"namespace {status[\'namespace\']} matches the Tenant")\n'),
+    },
+    "05-ready-condition": {
+        "Ready as soon as the Deployment exists": ('ready = rollout["rollout"] == "Complete"', "ready = True"),
+        "observedGeneration from the Deployment": (
+            'generation=website["metadata"]["generation"]',
+            'generation=deployment and deployment["metadata"]["generation"]'),
+        "a status patch on every call": ("    if conditions != previous:", "    if True:"),
+        "lastTransitionTime always now (the condition rebuilt from nothing)": (
+            "        previous, ready=ready,", "        [], ready=ready,"),
+    },
     "07-least-privilege": {
         "a wildcard rule": ("RULES = [", "RULES = [{'apiGroups': ['*'], 'resources': ['*'], 'verbs': ['*']},\n "),
         "namespaces not watched": ("'resources': ['namespaces'], 'verbs': ['list', 'watch']",
