@@ -15,6 +15,7 @@
     operatorlab exercise list|check|hint|solution|reset ID  graded exercises (operatorlab.exercises.cli)
     operatorlab doctor [--name NAME]                 is this machine ready? OK or PROBLEM per check, and the fix
     operatorlab why KIND/NAME [-n NS] [--as USER]    why a kopf handler did not fire (or finish) for one object
+    operatorlab verify OPERATOR.py --crd C --example E [--unusable U]   grade any operator (operatorlab.verify.cli)
 
 The provider comes from ``$OPERATORLAB_CLUSTER`` (``local`` or ``existing``); see
 :func:`operatorlab.cluster.get_cluster`.
@@ -36,6 +37,7 @@ from operatorlab.exercises import cli as exercises_cli
 from operatorlab.exercises.registry import UnknownExercise
 from operatorlab.labs import cli as labs_cli
 from operatorlab.terminal import GREEN, RED, YELLOW, color
+from operatorlab.verify import cli as verify_cli
 
 
 def cluster_up(args: argparse.Namespace) -> int:
@@ -236,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     labs_cli.add_parsers(sub)  # operatorlab lab ..., operatorlab drill ...
     exercises_cli.add_parsers(sub)  # operatorlab exercise ...
+    verify_cli.add_parsers(sub)  # operatorlab verify ...
 
     doc = sub.add_parser("doctor", help="check this machine and the cluster before a workshop (non-zero on a PROBLEM)")
     doc.add_argument("--name", default=None, help="local cluster name (default: $OPERATORLAB_CLUSTER_NAME or 'lab')")

@@ -38,11 +38,13 @@ def _definitions(path: Path) -> dict[str, str]:
 
 
 DEFINITIONS = {name: _definitions(path) for name, path in OPERATORS.items()}
+# The capstone's reference operator copies the same helpers (its children carry owner references).
+CAPSTONE = _definitions(ROOT / "exercises" / "08-capstone" / "solution.py")
 
 
 @pytest.mark.parametrize("name", EVERYWHERE + CONSTANTS)
 def test_every_operator_has_the_same_copy(name: str) -> None:
-    copies = {operator: found.get(name) for operator, found in DEFINITIONS.items()}
+    copies = {operator: found.get(name) for operator, found in {**DEFINITIONS, "capstone": CAPSTONE}.items()}
     assert None not in copies.values(), f"{name} missing in {[o for o, c in copies.items() if c is None]}"
     assert len(set(copies.values())) == 1, f"the copies of {name} differ: make them the same in {sorted(copies)}"
 
@@ -51,6 +53,7 @@ def test_every_operator_has_the_same_copy(name: str) -> None:
 def test_the_owner_reference_operators_have_the_same_copy(name: str) -> None:
     tenant, website = DEFINITIONS["tenant"].get(name), DEFINITIONS["website"].get(name)
     assert tenant is not None and tenant == website, f"the copies of {name} in tenant and website differ"
+    assert CAPSTONE.get(name) == tenant, f"the capstone's copy of {name} differs from tenant's"
 
 
 def test_the_comparison_sees_a_difference() -> None:

@@ -10,7 +10,7 @@ In a notebook::
     from operatorlab.exercises import check             # the cell tagged "check"
     check("03-process-next-work-item")
 
-From a shell: ``operatorlab exercise list | check ID | hint ID | solution ID | reset ID``.
+From a shell: ``operatorlab exercise list | check ID | hint ID | solution ID | reset ID | scaffold ID``.
 
 - :mod:`~operatorlab.exercises.base`: :class:`Exercise` (task, subject, check, hints).
 - :mod:`~operatorlab.exercises.registry`: finds ``exercises/<id>/exercise.py``.
@@ -21,7 +21,7 @@ The checks are built from :mod:`operatorlab.grading`, as the labs' are.
 
 from operatorlab.exercises.base import Exercise
 from operatorlab.exercises.registry import UnknownExercise, discover, get
-from operatorlab.exercises.runner import Verdict, grade, hint, solution
+from operatorlab.exercises.runner import Verdict, grade, hint, scaffold, solution
 
 
 def check(exercise_id: str) -> Verdict:
@@ -36,4 +36,5 @@ def load_ipython_extension(shell) -> None:
     register(shell)
 
 
-__all__ = ["Exercise", "UnknownExercise", "Verdict", "check", "discover", "get", "grade", "hint", "solution"]
+__all__ = ["Exercise", "UnknownExercise", "Verdict", "check", "discover", "get", "grade", "hint", "scaffold",
+           "solution"]

@@ -97,3 +97,12 @@ class Exercise:
 
     def work_path(self) -> Path:
         return work_dir() / f"{self.id}.py"
+
+    def scaffold(self) -> Path | None:
+        """Copy starter files into the work folder and return it, for an exercise whose starter is
+        files rather than a notebook cell (the capstone); None for the others."""
+        return None
+
+    def missing(self) -> str:
+        """What to do when the learner's file does not exist yet."""
+        return "run the exercise cell above (it writes this file)"

@@ -7,6 +7,7 @@
     operatorlab exercise hint ID [--number N] the next hint (vague first)
     operatorlab exercise solution ID        the reference solution (a later pass says so)
     operatorlab exercise reset ID           remove what a check left on the cluster; your file stays
+    operatorlab exercise scaffold ID        copy an exercise's starter files (the capstone's) to your work folder
 """
 
 from __future__ import annotations
@@ -31,12 +32,21 @@ def exercise_list(_: argparse.Namespace) -> int:
     return 0
 
 
-def exercise_check(args: argparse.Namespace) -> int:
-    verdict = runner.grade(args.id, path=Path(args.file) if args.file else None)
+def print_verdict(verdict: runner.Verdict) -> int:
+    """A verdict in the terminal, PASS and FAIL coloured; the exit code (1 on any FAIL)."""
     for line in verdict.text().splitlines():
         line = line.replace("  PASS  ", "  " + color("PASS", GREEN) + "  ", 1)
         print(line.replace("  FAIL  ", "  " + color("FAIL", RED) + "  ", 1))
     return 0 if verdict.passed else 1
+
+
+def exercise_check(args: argparse.Namespace) -> int:
+    return print_verdict(runner.grade(args.id, path=Path(args.file) if args.file else None))
+
+
+def exercise_scaffold(args: argparse.Namespace) -> int:
+    print(runner.scaffold(args.id))
+    return 0
 
 
 def exercise_hint(args: argparse.Namespace) -> int:
@@ -69,6 +79,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     hint.add_argument("--number", type=int, default=None, help="hint N (1 is the vaguest)")
     hint.set_defaults(func=exercise_hint)
     for action, func, help_ in (("solution", exercise_solution, "the reference solution"),
+                                ("scaffold", exercise_scaffold, "copy an exercise's starter files (the capstone's)"),
                                 ("reset", exercise_reset, "remove what a check left on the cluster")):
         p = esub.add_parser(action, help=help_)
         p.add_argument("id")

@@ -24,15 +24,28 @@ from operatorlab.grading import Check
 
 @dataclass
 class Verdict:
-    """One grading: the properties, the next hint, and how many attempts it took."""
+    """One grading: the properties, the next hint, and how many attempts it took.
 
-    exercise: type[Exercise]
+    ``exercise`` is None for a grading that is no exercise (``operatorlab verify`` of any
+    operator): ``name`` then says what was graded, and there are no hints.
+    """
+
+    exercise: type[Exercise] | None
     checks: list[Check]
     seconds: float
     hint: str | None = None
     hint_number: int = 0
     attempts: int = 0
     notes: list[str] = field(default_factory=list)
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.exercise.id if self.exercise else self.name
+
+    @property
+    def hint_count(self) -> int:
+        return len(self.exercise.hints) if self.exercise else 0
 
     @property
     def passed(self) -> bool:
@@ -43,7 +56,7 @@ class Verdict:
         return f"{passing} of {len(self.checks)} properties hold, graded in {self.seconds:.1f} s"
 
     def headline(self) -> str:
-        return f"{self.exercise.id}: {'PASS' if self.passed else 'FAIL'} ({self.summary()})"
+        return f"{self.label}: {'PASS' if self.passed else 'FAIL'} ({self.summary()})"
 
     def text(self) -> str:
         """Plain text: every verdict is a word, so no colour or emoji font is needed."""
@@ -53,7 +66,7 @@ class Verdict:
             if c.message:
                 lines.extend(f"        {line}" for line in c.message.splitlines())
         if self.hint:
-            lines.append(f"  next hint ({self.hint_number}/{len(self.exercise.hints)}): {self.hint}")
+            lines.append(f"  next hint ({self.hint_number}/{self.hint_count}): {self.hint}")
         lines.extend(f"  {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -68,10 +81,10 @@ class Verdict:
             f"<td style='text-align:left'>{html.escape(c.name)}"
             + (f"<br><span style='opacity:.75'>{html.escape(c.message)}</span>" if c.message else "")
             + "</td></tr>" for c in self.checks)
-        hint = (f"<p><b>Next hint ({self.hint_number}/{len(self.exercise.hints)}):</b> {html.escape(self.hint)}</p>"
+        hint = (f"<p><b>Next hint ({self.hint_number}/{self.hint_count}):</b> {html.escape(self.hint)}</p>"
                 if self.hint else "")
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (f"<div class='operatorlab-verdict'><p>{word(self.passed)} <b>{html.escape(self.exercise.id)}</b> "
+        return (f"<div class='operatorlab-verdict'><p>{word(self.passed)} <b>{html.escape(self.label)}</b> "
                 f"({html.escape(self.summary())})</p><table>{rows}</table>{hint}{notes}</div>")
 
     def __repr__(self) -> str:
@@ -125,7 +138,7 @@ def grade(exercise_id: str, *, path: Path | None = None, kubeconfig: Path | None
 def _run(exercise: Exercise, path: Path) -> list[Check]:
     loads = f"your code loads ({path.name} defines {exercise.subject})"
     if not path.is_file():
-        return [Check(loads, False, f"no {path}: run the exercise cell above (it writes this file)")]
+        return [Check(loads, False, f"no {path}: {exercise.missing()}")]
     try:
         learner = load_learner(path)
     except Exception as e:  # noqa: BLE001 - any error in the learner's file is the learner's to see
@@ -158,3 +171,12 @@ def solution(exercise_id: str) -> str:
     cls = registry.get(exercise_id)
     progress.solution_shown("exercise", cls.id)
     return cls(None).solution_source()
+
+
+def scaffold(exercise_id: str) -> str:
+    """Copy an exercise's starter files (the capstone's) into the work folder, never over the learner's own."""
+    folder = registry.get(exercise_id)(None).scaffold()
+    if folder is None:
+        return f"{exercise_id} has no scaffold: its starter is a cell of its lesson"
+    files = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_file()))
+    return f"your files are in {folder}: {files}"
