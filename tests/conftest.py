@@ -18,22 +18,24 @@ def kubeconfig() -> Path:
     return Path(os.environ["KUBECONFIG"])
 
 
-@pytest.fixture(scope="session")
+# Module-scoped: a test module may replace ``kubeconfig`` with a cluster of its own
+# (tests/labs/clusters.py, module_cluster), and these then talk to that one.
+@pytest.fixture(scope="module")
 def api_client(kubeconfig):
-    """A ``kubernetes.client.ApiClient`` for the session's cluster (admin identity)."""
+    """A ``kubernetes.client.ApiClient`` for the module's cluster (admin identity): the session's by default."""
     from kubernetes import config
 
     return config.new_client_from_config(config_file=str(kubeconfig))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def core(api_client):
     from kubernetes import client
 
     return client.CoreV1Api(api_client)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def custom(api_client):
     from kubernetes import client
 

@@ -18,8 +18,17 @@ from kubernetes import client
 from operatorlab.faults.proxy import FaultProxy
 from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
+from tests.labs.clusters import ON_EXISTING_CLUSTER, module_cluster
 
-pytestmark = pytest.mark.xdist_group("tenant-operator")
+# A cluster of their own, so they run beside the lessons' Tenant operators instead of
+# queueing behind them; on a cluster someone else runs, in the group of every other.
+pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER else "tenant-operator-tests")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """This module's cluster (tests/conftest.py's api_client, core and custom then talk to it)."""
+    yield from module_cluster("tenant-operator-tests", tmp_path_factory)
 
 TENANTS = ("hedronite.io", "v1", "tenants")
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"

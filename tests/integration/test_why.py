@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from operatorlab import rbac, tenants
 from operatorlab.cli import main
@@ -40,7 +40,7 @@ from operatorlab.kubectl import kubectl
 from operatorlab.labs import registry, runner
 from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
-from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
+from tests.labs.clusters import ON_EXISTING_CLUSTER, module_cluster
 
 SYSTEM_NAMESPACE = "operatorlab-system"
 
@@ -49,33 +49,8 @@ pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER el
 
 @pytest.fixture(scope="module", autouse=True)
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """This module's cluster: ``KUBECONFIG`` names it while the module runs (what the CLI,
-    kubectl and the labs read), and the fixtures below talk to it."""
-    if ON_EXISTING_CLUSTER:
-        yield Path(os.environ["KUBECONFIG"])
-        return
-    saved = os.environ["KUBECONFIG"]
-    for cluster in own_cluster("why", tmp_path_factory):
-        os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
-        try:
-            yield cluster.kubeconfig
-        finally:
-            os.environ["KUBECONFIG"] = saved
-
-
-@pytest.fixture(scope="module")
-def api_client(kubeconfig: Path) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(kubeconfig))
-
-
-@pytest.fixture(scope="module")
-def core(api_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture(scope="module")
-def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api_client)
+    """This module's cluster (tests/conftest.py's api_client, core and custom then talk to it)."""
+    yield from module_cluster("why", tmp_path_factory)
 
 
 def _why(api_client, target: str, **kw):

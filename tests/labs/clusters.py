@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,23 @@ def own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield cluster
     finally:
         cluster.down(purge=True, log=lambda _: None)
+
+
+def module_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """For a test module's autouse ``kubeconfig`` fixture: a cluster of the module's own.
+
+    ``KUBECONFIG`` names it while the module runs (what the CLI, kubectl, the labs and an
+    operator started without a kubeconfig read), and the ``api_client``/``core``/``custom``
+    fixtures of tests/conftest.py talk to it. On a cluster someone else runs, the
+    session's cluster is used (the module then belongs in ``tenant-operator``'s group).
+    """
+    if ON_EXISTING_CLUSTER:
+        yield Path(os.environ["KUBECONFIG"])
+        return
+    saved = os.environ["KUBECONFIG"]
+    for cluster in own_cluster(name, tmp_path_factory):
+        os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+        try:
+            yield cluster.kubeconfig
+        finally:
+            os.environ["KUBECONFIG"] = saved

@@ -141,8 +141,13 @@ class Lab:
 
     @property
     def workdir(self) -> Path:
-        """``labs/<id>/``: the lab's folder, where a learner's copy of an operator goes."""
-        return self.ctx.workdir_root / self.id
+        """``labs/<id>/``: the lab's folder, where a learner's copy of an operator goes.
+
+        Made if missing: under a ``workdir_root`` of its own (a test's) it starts empty.
+        """
+        path = self.ctx.workdir_root / self.id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     @property
     def api(self) -> client.ApiClient:
