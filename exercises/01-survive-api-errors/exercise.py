@@ -16,6 +16,7 @@ every error reaches the loop.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import threading
 import time
@@ -33,7 +34,11 @@ from operatorlab.controllers.reconciler import TenantReconciler
 from operatorlab.exercises import Exercise
 from operatorlab.exercises.watching import without_retries
 from operatorlab.faults.proxy import FaultProxy
-from operatorlab.grading import Check, converges
+from operatorlab.grading import Check, converges, loop_ended
+
+# Why the learner's loop stopped running, in words (empty while it runs).
+_ended = functools.partial(
+    loop_ended, returned="your loop returned although stop was not set: a polling loop runs until it is told to stop")
 
 INTERVAL = 0.2  # seconds between ticks: short, so that hammering shows in a few seconds
 MAX_DELAY = 1.0  # the longest wait the loop may choose after failures in a row
@@ -223,12 +228,4 @@ def _list_times(proxy: FaultProxy) -> list[float]:
     return [r["t"] for r in proxy.stats()["requests"]
             if r["method"] == "GET" and r["path"].endswith("/tenants") and not r["watch"]]
 
-
-def _ended(ended: list) -> str:
-    if not ended:
-        return ""
-    if ended[0] is None:
-        return "your loop returned although stop was not set: a polling loop runs until it is told to stop"
-    e = ended[0]
-    return f"your loop died: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 

@@ -18,6 +18,7 @@ check counts the LIST and WATCH requests and the resourceVersion each WATCH aske
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import threading
 import time
@@ -33,7 +34,10 @@ from operatorlab.controllers.backoff import Backoff, BackoffManager
 from operatorlab.exercises import Exercise
 from operatorlab.exercises.watching import STREAM_SECONDS, ConfigMaps, Request, Store, without_retries
 from operatorlab.faults.proxy import FaultProxy
-from operatorlab.grading import Check, converges
+from operatorlab.grading import Check, converges, loop_ended
+
+# Why the learner's loop stopped running, in words (empty while it runs).
+_ended = functools.partial(loop_ended, returned="your loop returned although stop was not set")
 
 BACKOFF = 0.5  # seconds: the constant backoff the check hands the learner
 
@@ -246,11 +250,3 @@ def _touch(core: client.CoreV1Api, namespace: str, name: str) -> None:
 def _delete(core: client.CoreV1Api, namespace: str, name: str) -> None:
     core.delete_namespaced_config_map(name, namespace)
 
-
-def _ended(ended: list) -> str:
-    if not ended:
-        return ""
-    if ended[0] is None:
-        return "your loop returned although stop was not set"
-    e = ended[0]
-    return f"your loop died: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

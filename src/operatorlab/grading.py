@@ -70,3 +70,23 @@ def within(name: str, condition: Callable[[], Any], *, budget: float, evidence: 
         return Check(name, False, f"stopped after {outcome.seconds:.1f} s, as nothing more could change; "
                                   f"last seen: {evidence(outcome.last)}")
     return Check(name, False, f"not within {budget:.0f} s; last seen: {evidence(outcome.last)}")
+
+
+def word_html(passed: bool) -> str:
+    """PASS or FAIL in words, coloured as a courtesy (a browser without an emoji font shows ✅ and ❌ as one box)."""
+    colour = "#1a7f37" if passed else "#cf222e"
+    return f'<b style="color:{colour}">{"PASS" if passed else "FAIL"}</b>'
+
+
+def loop_ended(ended: list[BaseException | None], *, returned: str) -> str:
+    """Why a learner's loop, run in a thread that records how it ended, is no longer running.
+
+    ``ended`` is empty while it runs, ``[None]`` once it returned (``returned`` says why
+    that is wrong), ``[exception]`` once it died.
+    """
+    if not ended:
+        return ""
+    if ended[0] is None:
+        return returned
+    e = ended[0]
+    return f"your loop died: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

@@ -19,7 +19,7 @@ from types import ModuleType
 from operatorlab import progress
 from operatorlab.exercises import registry
 from operatorlab.exercises.base import Exercise
-from operatorlab.grading import Check
+from operatorlab.grading import Check, word_html
 
 
 @dataclass
@@ -72,19 +72,15 @@ class Verdict:
 
     def _repr_html_(self) -> str:
         """The same words in a notebook, with colour as a courtesy."""
-        def word(ok: bool) -> str:
-            colour = "#1a7f37" if ok else "#cf222e"
-            return f'<b style="color:{colour}">{"PASS" if ok else "FAIL"}</b>'
-
         rows = "".join(
-            f"<tr><td style='vertical-align:top;padding-right:1em'>{word(c.passed)}</td>"
+            f"<tr><td style='vertical-align:top;padding-right:1em'>{word_html(c.passed)}</td>"
             f"<td style='text-align:left'>{html.escape(c.name)}"
             + (f"<br><span style='opacity:.75'>{html.escape(c.message)}</span>" if c.message else "")
             + "</td></tr>" for c in self.checks)
         hint = (f"<p><b>Next hint ({self.hint_number}/{self.hint_count}):</b> {html.escape(self.hint)}</p>"
                 if self.hint else "")
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (f"<div class='operatorlab-verdict'><p>{word(self.passed)} <b>{html.escape(self.label)}</b> "
+        return (f"<div class='operatorlab-verdict'><p>{word_html(self.passed)} <b>{html.escape(self.label)}</b> "
                 f"({html.escape(self.summary())})</p><table>{rows}</table>{hint}{notes}</div>")
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ import html
 import ipywidgets as widgets
 
 from operatorlab import progress
+from operatorlab.grading import word_html
 from operatorlab.labs import registry, runner
 from operatorlab.labs.base import Check
 from operatorlab.labs.errors import LabNotStarted
@@ -62,10 +63,10 @@ class LabPanel(widgets.VBox):
         passed = sum(c.passed for c in results)
         progress.attempted("lab", self.lab.id, passed == len(results))
         rows = "".join(
-            f"<li>{_word(c.passed)} {html.escape(c.name)}"
+            f"<li>{word_html(c.passed)} {html.escape(c.name)}"
             + ("" if c.passed else f"<br><small>{html.escape(c.message)}</small>") + "</li>"
             for c in results)
-        self._show(f"<p>{_word(passed == len(results))} {passed} of {len(results)} checks pass</p><ul>{rows}</ul>")
+        self._show(f"<p>{word_html(passed == len(results))} {passed} of {len(results)} checks pass</p><ul>{rows}</ul>")
         return results
 
     def hint(self) -> list[str]:
@@ -92,7 +93,7 @@ class LabPanel(widgets.VBox):
             self._show("<p><b>Not started yet.</b> Press <b>inject</b> first "
                        f"(in a terminal: <code>operatorlab lab start {html.escape(self.lab_id)}</code>).</p>")
         except Exception as e:  # noqa: BLE001 - shown to the learner, not swallowed
-            self._show(f"<p>{_word(False)} {html.escape(type(e).__name__)}</p><pre>{html.escape(str(e))}</pre>")
+            self._show(f"<p>{word_html(False)} {html.escape(type(e).__name__)}</p><pre>{html.escape(str(e))}</pre>")
         finally:
             for button in self.buttons.values():
                 button.disabled = False
@@ -104,8 +105,3 @@ class LabPanel(widgets.VBox):
     def __repr__(self) -> str:  # stable text for nbval; the widget shows live results
         return f"LabPanel({self.lab_id!r})"
 
-
-def _word(passed: bool) -> str:
-    """PASS or FAIL in words (a browser without an emoji font shows ✅ and ❌ as the same box)."""
-    colour = "#1a7f37" if passed else "#cf222e"
-    return f'<b style="color:{colour}">{"PASS" if passed else "FAIL"}</b>'
