@@ -202,14 +202,17 @@ class _World:
         if not arrived.ok:
             return Check(name, False, _ended(self.ended) or f"no bookmark reached your loop's watch within "
                                                              f"{2 * STREAM_SECONDS} s: is it watching?")
-        mark = arrived.last[0]
         since = len(self.watched.requests)
         following = converges(lambda: self.watched.requests[since:], budget=STREAM_SECONDS + 1,
                               give_up=lambda: not self.thread.is_alive())
         if not following.ok:
             return Check(name, False, _ended(self.ended) or "no request after the stream with the bookmark ended")
         after = following.last[0]
-        return Check(name, after.kind == "WATCH" and after.resource_version == mark,
+        # The stream may carry more than one bookmark before it ends (the server's resourceVersion
+        # moves with every write anywhere): the one to resume from is the last your loop was given.
+        mark = after.last_seen if after.last_seen_from == "BOOKMARK" else arrived.last[-1]
+        return Check(name, after.kind == "WATCH" and after.resource_version == mark
+                     and mark in self.watched.bookmarks[seen:],
                      f"the bookmark said {mark}; your next request: {after.kind} "
                      f"from {after.resource_version or 'no resourceVersion'}")
 
