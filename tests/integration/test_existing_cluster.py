@@ -4,13 +4,13 @@ A second local cluster stands in for minikube: its kubeconfig is copied to a pla
 with a context of its own, so nothing marks it as ours, and ``make test`` runs with
 ``OPERATORLAB_CLUSTER=existing`` and an empty cache (no control-plane binaries), the
 stand-in's kubectl on ``PATH`` as a learner's own. Selected are the tests whose behaviour
-depends on the provider: the two notebooks that ask for it (lesson 00 lists components,
-lesson 04 reads the kubeconfig through it; ``test_only_these_notebooks_ask_for_the_provider``
-keeps that list true), the terminal, the doctor, strict TLS on foreign certificates, a Tenant lab, the
-lab that needs the local cluster (it must say so), and the local-only tests (skipped with
-their reason). Every other test reaches the API only through ``KUBECONFIG``, the same on
-either provider. Notebooks run with ``--nbval-lax``: each must run without error and its
-own waits and asserts hold; the stored outputs are compared in the main session.
+depends on the provider: the notebook that asks for it (lesson 00 lists components;
+``test_only_these_notebooks_ask_for_the_provider`` keeps that list true), the terminal, the
+doctor, strict TLS on foreign certificates, a Tenant lab, the lab that needs the local
+cluster (it must say so), and the local-only tests (skipped with their reason). Every other
+test reaches the API only through ``KUBECONFIG``, the same on either provider. Notebooks run
+with ``--nbval-lax``: each must run without error and its own waits and asserts hold; the
+stored outputs are compared in the main session.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from operatorlab import paths
 from operatorlab.cluster import LocalCluster, manifests
 from operatorlab.cluster.binaries import default_dir
 
-NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER = ("00-your-cluster.ipynb", "04-kopf-tenant.ipynb")
+NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER = ("00-your-cluster.ipynb",)
 SELECTION = [
     *(f"notebooks/{nb}" for nb in NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER),
     "tests/integration/test_jupyterlab.py",
