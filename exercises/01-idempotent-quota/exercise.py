@@ -11,6 +11,7 @@ the same amount, and a deleted quota comes back.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from types import ModuleType
 
 from kubernetes import client
@@ -36,13 +37,12 @@ class IdempotentQuota(Exercise):
         "else patch_namespaced_resource_quota with {'spec': {'hard': want}} and return True.",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         ensure = learner.ensure_quota
         api = CountingApiClient.wrap(self.api)
         core = client.CoreV1Api(api)
         namespace = f"ex01-{uuid.uuid4().hex[:6]}"
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-        checks: list[Check] = []
         try:
             def run(cpu: str) -> tuple[object, list[str]]:
                 before = len(api.requests())
@@ -52,31 +52,30 @@ class IdempotentQuota(Exercise):
 
             wrote, writes = run("2")
             hard = _hard(core, namespace)
-            checks.append(Check("an absent quota is created with requests.cpu and limits.cpu",
-                                hard == {"requests.cpu": "2", "limits.cpu": "2"} and wrote is True,
-                                f"spec.hard {hard}; returned {wrote!r}; writes {writes}"))
+            yield Check("an absent quota is created with requests.cpu and limits.cpu",
+                        hard == {"requests.cpu": "2", "limits.cpu": "2"} and wrote is True,
+                        f"spec.hard {hard}; returned {wrote!r}; writes {writes}")
             wrote, writes = run("2")
-            checks.append(Check("a second run writes nothing and returns False", not writes and wrote is False,
-                                f"writes {writes}; returned {wrote!r}"))
+            yield Check("a second run writes nothing and returns False", not writes and wrote is False,
+                        f"writes {writes}; returned {wrote!r}")
             uid = core.read_namespaced_resource_quota(NAME, namespace).metadata.uid
             core.patch_namespaced_resource_quota(NAME, namespace, {"spec": {"hard": {"limits.cpu": "99"}}})
             wrote, writes = run("2")
             after = core.read_namespaced_resource_quota(NAME, namespace)
-            checks.append(Check(
+            yield Check(
                 "a quota changed by hand is corrected in place, with one write",
                 _hard(core, namespace) == {"requests.cpu": "2", "limits.cpu": "2"} and len(writes) == 1
                 and after.metadata.uid == uid and wrote is True,
-                f"spec.hard {_hard(core, namespace)}; writes {writes}; same object: {after.metadata.uid == uid}"))
+                f"spec.hard {_hard(core, namespace)}; writes {writes}; same object: {after.metadata.uid == uid}")
             run("0.5")
             wrote, writes = run("0.5")
-            checks.append(Check('"0.5" and the stored "500m" are the same amount: no write',
-                                not writes and wrote is False,
-                                f"stored {_hard(core, namespace)}; the second run wrote {writes}"))
+            yield Check('"0.5" and the stored "500m" are the same amount: no write',
+                        not writes and wrote is False,
+                        f"stored {_hard(core, namespace)}; the second run wrote {writes}")
             core.delete_namespaced_resource_quota(NAME, namespace)
             wrote, writes = run("3")
-            checks.append(Check("a deleted quota is created again", _hard(core, namespace).get("limits.cpu") == "3",
-                                f"spec.hard {_hard(core, namespace)}; writes {writes}"))
-            return checks
+            yield Check("a deleted quota is created again", _hard(core, namespace).get("limits.cpu") == "3",
+                        f"spec.hard {_hard(core, namespace)}; writes {writes}")
         finally:
             core.delete_namespace(namespace)
 

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -64,7 +64,7 @@ class SurviveApiErrors(Exercise):
         "and wait interval; stop.wait(wait).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         run_polling = learner.run_polling
         name = f"ex01s-{uuid.uuid4().hex[:6]}"
         workdir = Path(tempfile.mkdtemp(prefix="ex01s-"))
@@ -99,19 +99,17 @@ class SurviveApiErrors(Exercise):
             if ended and isinstance(ended[0], NotImplementedError):
                 raise ended[0]
             if not first.ok:
-                return [Check("your loop ticks", False, _ended(ended) or f"no tick succeeded in 5 s; ticks: {ticks}")]
-            checks = [
-                self._survives(proxy, ticks, ended, thread, "a 500 on the LIST: the loop carries on",
-                               {"action": "status", "status": 500, **LIST, "times": 1}),
-                self._survives(proxy, ticks, ended, thread,
-                               "a connection cut off mid-answer (no status at all): the loop carries on",
-                               {"action": "cut", "after": 0, **LIST, "times": 1}),
-                self._retry_after(proxy, thread, ended),
-                *self._outage(proxy, ticks, thread, ended),
-                self._reconciles(tenant_api, name, thread, ended),
-                self._stops(proxy, stop, thread, ended),
-            ]
-            return checks
+                yield Check("your loop ticks", False, _ended(ended) or f"no tick succeeded in 5 s; ticks: {ticks}")
+                return
+            yield self._survives(proxy, ticks, ended, thread, "a 500 on the LIST: the loop carries on",
+                                 {"action": "status", "status": 500, **LIST, "times": 1})
+            yield self._survives(proxy, ticks, ended, thread,
+                                 "a connection cut off mid-answer (no status at all): the loop carries on",
+                                 {"action": "cut", "after": 0, **LIST, "times": 1})
+            yield self._retry_after(proxy, thread, ended)
+            yield from self._outage(proxy, ticks, thread, ended)
+            yield self._reconciles(tenant_api, name, thread, ended)
+            yield self._stops(proxy, stop, thread, ended)
         finally:
             stop.set()
             proxy.stop()

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -49,7 +49,7 @@ class ChangesSince(Exercise):
         "close the stream in a finally.",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         suffix = uuid.uuid4().hex[:6]
         namespace, elsewhere = f"ex02c-{suffix}", f"ex02c-{suffix}-other"
         core = client.CoreV1Api(self.api)
@@ -84,37 +84,34 @@ class ChangesSince(Exercise):
             server = _versions(core, namespace)
             want = {"created": server["created"], "edited": server["edited"], "deleted": None}
             changed, resume = answer if isinstance(answer, tuple) else (answer, None)
-            checks = [
-                Check("every object changed since, at its newest resourceVersion (None: deleted); nothing unchanged",
-                      changed == want, f"got {changed!r}; the server says {want!r}"),
-                Check("one WATCH and no LIST", watched.counts() == (0, 1),
-                      f"{watched.counts()[0]} LIST, {watched.counts()[1]} WATCH"),
-                Check("the resourceVersion to ask from next time is the newest the server gave (the bookmark's)",
-                      resume is not None and resume == watched.last_seen,
-                      f"returned {resume!r}; the last the server gave was {watched.last_seen!r} "
-                      f"(from {watched.last_seen_from or 'nothing'}), in {seconds:.1f} s"),
-            ]
+            yield Check("every object changed since, at its newest resourceVersion (None: deleted); nothing unchanged",
+                        changed == want, f"got {changed!r}; the server says {want!r}")
+            yield Check("one WATCH and no LIST", watched.counts() == (0, 1),
+                        f"{watched.counts()[0]} LIST, {watched.counts()[1]} WATCH")
+            yield Check("the resourceVersion to ask from next time is the newest the server gave (the bookmark's)",
+                        resume is not None and resume == watched.last_seen,
+                        f"returned {resume!r}; the last the server gave was {watched.last_seen!r} "
+                        f"(from {watched.last_seen_from or 'nothing'}), in {seconds:.1f} s")
             if isinstance(resume, str) and resume:
                 _write(core, namespace, "created")
                 again = ConfigMaps(self.api, namespace)
                 answer, _ = self._ask(learner, again, resume, nudge)
                 newest = _versions(core, namespace)["created"]
                 changed = answer[0] if isinstance(answer, tuple) else answer
-                checks.append(Check("asked again from there, after one more change: only that change",
-                                    changed == {"created": newest}, f"got {changed!r}; expected "
-                                                                   f"{ {'created': newest}!r}"))
+                yield Check("asked again from there, after one more change: only that change",
+                            changed == {"created": newest}, f"got {changed!r}; expected "
+                                                           f"{ {'created': newest}!r}")
             else:
-                checks.append(Check("asked again from there, after one more change: only that change", False,
-                                    "no resourceVersion was returned to ask from"))
+                yield Check("asked again from there, after one more change: only that change", False,
+                            "no resourceVersion was returned to ask from")
             starting.join()
             if proxy_failed:
                 raise proxy_failed[0]
             gone = ConfigMaps(without_retries(proxy.kubeconfig), namespace)
             answer, _ = self._ask(learner, gone, since)
-            checks.append(Check("a 410 Gone (the history is no longer kept; here from the fault proxy): the answer is "
-                                "None, so the caller knows only a LIST can tell", answer is None,
-                                f"got {answer!r}; the server said 410 Gone"))
-            return checks
+            yield Check("a 410 Gone (the history is no longer kept; here from the fault proxy): the answer is "
+                        "None, so the caller knows only a LIST can tell", answer is None,
+                        f"got {answer!r}; the server said 410 Gone")
         finally:
             starting.join()
             proxy.stop()

@@ -21,7 +21,7 @@ writes to the real cluster; the check reads the cluster back.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -51,7 +51,7 @@ class LevelTriggered(Exercise):
         "update the set; reconciler.sync(event.name, tenant).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         suffix = uuid.uuid4().hex[:6]
         first, second, ghost = (f"ex02l-{suffix}-{n}" for n in ("a", "b", "c"))
         tenant_api = tenants.Tenants(self.api)
@@ -74,16 +74,15 @@ class LevelTriggered(Exercise):
         def event(kind: str, obj: Mapping[str, Any]) -> Callable[[], object]:
             return lambda: handler.apply(WatchEvent.from_raw({"type": kind, "object": obj}))
 
-        checks: list[Check] = []
         try:
             tenant_api.create(first, cpu_quota="1")
             tenant_api.create(second, cpu_quota="1")
             deliver("replace", listed(first, second))
             quotas = {n: _quota(tenant_api, n) for n in (first, second)}
-            checks.append(Check(
+            yield Check(
                 "a restart: the first LIST, with no event at all, reconciles every Tenant in it",
                 all(q == "1" for q in quotas.values()) and not errors,
-                "; ".join(errors) or f"quotas (limits.cpu): {_show(quotas)}; your calls: {reconciler.said()}"))
+                "; ".join(errors) or f"quotas (limits.cpu): {_show(quotas)}; your calls: {reconciler.said()}")
 
             errors.clear()
             bookmark = {"kind": "Tenant", "apiVersion": "hedronite.io/v1",
@@ -94,13 +93,13 @@ class LevelTriggered(Exercise):
             before = len(reconciler.calls)
             deliver("a MODIFIED", event("MODIFIED", stale))
             now = _quota(tenant_api, first)
-            checks.append(Check(
+            yield Check(
                 "a late event (the Tenant changed twice since: 2, then 3): the quota follows the Tenant as it is "
                 "now (3), not the event's copy (2); a BOOKMARK changes nothing",
                 now == "3" and not errors,
                 "; ".join(errors) or f"limits.cpu is {now}"
                 + (": the event's copy of the Tenant, two changes old" if now == "2" else "")
-                + f"; your calls: {reconciler.said(since=before)}"))
+                + f"; your calls: {reconciler.said(since=before)}")
 
             errors.clear()
             core = client.CoreV1Api(self.api)
@@ -110,22 +109,22 @@ class LevelTriggered(Exercise):
                 tenants.QUOTA_NAME, tenants.namespace_of(first), {"spec": {"hard": {"limits.cpu": "99"}}}))
             deliver("replace", listed(first, second))
             quotas = {n: _quota(tenant_api, n) for n in (first, second)}
-            checks.append(Check(
+            yield Check(
                 "a deleted quota and a quota edited by hand, which no Tenant event reports: the next LIST "
                 "repairs both", quotas == {first: "3", second: "1"} and not errors,
-                "; ".join(errors) or f"quotas (limits.cpu): {_show(quotas)}"))
+                "; ".join(errors) or f"quotas (limits.cpu): {_show(quotas)}")
 
             errors.clear()
             tenant_api.delete(second)
             before = len(reconciler.calls)
             deliver("replace", listed(first))
             cleaned = (second, None) in reconciler.calls[before:]
-            checks.append(Check(
+            yield Check(
                 "a Tenant deleted while nobody watched: the next LIST, without it, cleans up after it",
                 cleaned and not errors,
                 "; ".join(errors) or (f"sync({second!r}, None) was called: its namespace is "
-                                      f"{_namespace_state(core, tenants.namespace_of(second))}" if cleaned
-                                      else f"no sync({second!r}, None); your calls: {reconciler.said(since=before)}")))
+                              f"{_namespace_state(core, tenants.namespace_of(second))}" if cleaned
+                              else f"no sync({second!r}, None); your calls: {reconciler.said(since=before)}"))
 
             errors.clear()
             added = tenant_api.create(ghost, cpu_quota="1")
@@ -133,12 +132,11 @@ class LevelTriggered(Exercise):
             before = len(reconciler.calls)
             deliver("an ADDED", event("ADDED", added))
             state = _namespace_state(core, tenants.namespace_of(ghost))
-            checks.append(Check(
+            yield Check(
                 "an ADDED for a Tenant deleted since: nothing is created for it",
                 state == "absent" and not errors,
                 "; ".join(errors) or f"namespace {tenants.namespace_of(ghost)} is {state}; your calls: "
-                f"{reconciler.said(since=before)}"))
-            return checks
+                f"{reconciler.said(since=before)}")
         finally:
             for name in (first, second, ghost):
                 tenant_api.delete(name)

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -60,7 +60,7 @@ class ResumeWatch(Exercise):
         "(lesson 02's Reflector._run and reflector_policy.decide are the full version.)",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         follow = learner.follow
         suffix = uuid.uuid4().hex[:6]
         namespace, elsewhere = f"ex02r-{suffix}", f"ex02r-{suffix}-other"
@@ -88,31 +88,31 @@ class ResumeWatch(Exercise):
             thread = threading.Thread(target=run, name="ex02r-learner", daemon=True)
             thread.start()
             world = _World(core, namespace, store, watched, thread, ended, self.budget)
-            checks = [world.first_list()]
+            first_list = world.first_list()
             if ended and isinstance(ended[0], NotImplementedError):
                 raise ended[0]
+            yield first_list
             rules = _rules(namespace)
-            checks.append(world.broken(
+            yield world.broken(
                 "a cut stream: WATCH again from the last resourceVersion seen, no LIST; nothing missed",
                 proxy, [rules["cut"]], changes=lambda: (_touch(core, namespace, "b"), _create(core, namespace, "d")),
-                lists=0))
-            checks.append(world.broken(
+                lists=0)
+            yield world.broken(
                 f"a 429 on the WATCH: wait ({BACKOFF:g} s here), then WATCH from the same resourceVersion, no LIST; "
                 "nothing missed", proxy, [rules["429"], rules["cut"]],
                 changes=lambda: (_delete(core, namespace, "a"), _touch(core, namespace, "c")), lists=0,
-                waits_after=429))
-            checks.append(world.broken(
+                waits_after=429)
+            yield world.broken(
                 "a 410 Gone: LIST again (once), then WATCH from the new list; nothing missed",
-                proxy, [rules["gone"]], changes=lambda: _delete(core, namespace, "b"), lists=1))
-            checks.append(world.bookmark(lambda: _create(core, elsewhere, f"nudge-{time.monotonic_ns()}")))
-            checks.append(world.resumes_everywhere())
+                proxy, [rules["gone"]], changes=lambda: _delete(core, namespace, "b"), lists=1)
+            yield world.bookmark(lambda: _create(core, elsewhere, f"nudge-{time.monotonic_ns()}"))
+            yield world.resumes_everywhere()
             stop.set()
             watched.close_all()
             thread.join(3)
-            checks.append(Check("stop: your loop returns once stop is set (and its stream closed)",
-                                not thread.is_alive() and ended == [None],
-                                "returned" if ended == [None] else _ended(ended) or "still running 3 s after stop"))
-            return checks
+            yield Check("stop: your loop returns once stop is set (and its stream closed)",
+                        not thread.is_alive() and ended == [None],
+                        "returned" if ended == [None] else _ended(ended) or "still running 3 s after stop")
         finally:
             stop.set()
             proxy.stop()

@@ -13,6 +13,7 @@ import itertools
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from types import ModuleType
 
 from kubernetes import client
@@ -43,7 +44,7 @@ class ProcessNextWorkItem(Exercise):
         "queue.add_rate_limited(key), else queue.forget(key); finally queue.done(key); return True.",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         step = learner.process_next_work_item
         suffix = uuid.uuid4().hex[:6]
         ok_name, failing_name = f"ex03-{suffix}-a", f"ex03-{suffix}-b"
@@ -88,13 +89,13 @@ class ProcessNextWorkItem(Exercise):
             finally:
                 worker_exited.set()
 
-        checks: list[Check] = []
         tenants_api = tenants.Tenants(self.api)
         informer.start()
         worker = threading.Thread(target=work, name="learner-worker", daemon=True)
         try:
             if not converges(informer.has_synced, budget=10).ok:
-                return [Check("the informer syncs", False, "the Tenant informer did not sync in 10 s")]
+                yield Check("the informer syncs", False, "the Tenant informer did not sync in 10 s")
+                return
             # The worker is not running yet: five updates queue one key.
             tenants_api.create(ok_name, "1", "exercise 03")
             for cpu in ("2", "3", "4", "5", "6"):
@@ -103,16 +104,16 @@ class ProcessNextWorkItem(Exercise):
             # the cache is updated before the handlers run, on their own threads.
             converges(lambda: len(notified) >= 6, budget=10)
             worker.start()
-            checks.append(within(
+            yield within(
                 f"Tenant {ok_name} converges (namespace and quota cpu 6)",
                 lambda: _quota_cpu(self.api, ok_name) == "6", budget=self.budget, give_up=worker_exited.is_set,
-                evidence=lambda last: f"quota cpu {last!r}; reconciles so far: {_count(calls, ok_name)}"))
+                evidence=lambda last: f"quota cpu {last!r}; reconciles so far: {_count(calls, ok_name)}")
             if errors:
                 raise errors[0]  # the learner's step raised: the runner shows where
             n = _count(calls, ok_name)
-            checks.append(Check("six writes of one Tenant before the worker ran become one reconcile", n == 1,
-                                f"{n} reconcile(s) of {ok_name}" + ("" if n == 1 else
-                                " (the queue de-duplicates a key waiting in it; so the worker asked for it again)")))
+            yield Check("six writes of one Tenant before the worker ran become one reconcile", n == 1,
+                        f"{n} reconcile(s) of {ok_name}" + ("" if n == 1 else
+                        " (the queue de-duplicates a key waiting in it; so the worker asked for it again)"))
 
             tenants_api.create(failing_name, "1", "exercise 03, failing thrice")
             converged = converges(lambda: _quota_cpu(self.api, failing_name) == "1", budget=self.budget,
@@ -120,29 +121,28 @@ class ProcessNextWorkItem(Exercise):
             attempts = [t for name, t in calls if name == failing_name]
             gaps = [round(b - a, 2) for a, b in itertools.pairwise(attempts)]
             growing = len(gaps) >= 3 and all(g >= 0.8 * BASE_DELAY * 2**i for i, g in enumerate(gaps[:3]))
-            checks.append(Check(
+            yield Check(
                 "a key whose reconcile fails is retried, each time later (rate limited), until it converges",
                 converged.ok and len(attempts) == 4 and growing,
                 f"{len(attempts)} attempts of {failing_name} (3 fail on purpose), gaps {gaps} s; "
                 f"expected 4 attempts with gaps >= {[BASE_DELAY * 2**i for i in range(3)]} s; "
-                f"converged: {converged.ok}"))
+                f"converged: {converged.ok}")
             requeues = queue.num_requeues(f"{failing_name}")
-            checks.append(Check("after a success the key's backoff is forgotten", requeues == 0,
-                                f"num_requeues({failing_name!r}) = {requeues}"))
+            yield Check("after a success the key's backoff is forgotten", requeues == 0,
+                        f"num_requeues({failing_name!r}) = {requeues}")
             tenants_api.patch_spec(ok_name, cpuQuota="7")
-            checks.append(within("a key done once is handed out again on the next change (always done)",
-                                 lambda: _quota_cpu(self.api, ok_name) == "7", budget=self.budget,
-                                 give_up=worker_exited.is_set,
-                                 evidence=lambda last: f"quota cpu {last!r}; queue {queue.metrics()}"))
+            yield within("a key done once is handed out again on the next change (always done)",
+                         lambda: _quota_cpu(self.api, ok_name) == "7", budget=self.budget,
+                         give_up=worker_exited.is_set,
+                         evidence=lambda last: f"quota cpu {last!r}; queue {queue.metrics()}")
             processing = queue.metrics().processing
-            checks.append(Check("no key is left processing", processing == 0, f"{processing} key(s) processing"))
+            yield Check("no key is left processing", processing == 0, f"{processing} key(s) processing")
             queue.shut_down()
             exited = worker_exited.wait(5)
-            checks.append(Check(
+            yield Check(
                 "once the queue shuts down the step returns False and the worker exits",
                 exited and returned == [False] and not errors,
-                f"worker exited: {exited}; returned {returned}; raised {errors[:1]}"))
-            return checks
+                f"worker exited: {exited}; returned {returned}; raised {errors[:1]}")
         finally:
             stop.set()
             queue.shut_down()

@@ -7,6 +7,7 @@ back with the learner's limiter in it, and probes the rules that make it per-key
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from types import ModuleType
 
 from operatorlab.controllers.workqueue import RateLimitingQueue
@@ -30,10 +31,9 @@ class RateLimiter(Exercise):
         "return max_delay), and workers call when() from several threads (a threading.Lock).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         limiter = learner.ExponentialBackoff(BASE, CAP)
         queue: RateLimitingQueue[str] = RateLimitingQueue(limiter, name="exercise")
-        checks: list[Check] = []
         try:
             queue.add("acme")
             queue.get(timeout=self.budget)
@@ -47,27 +47,26 @@ class RateLimiter(Exercise):
             queue.done("acme")
             expected = [BASE, 2 * BASE, 4 * BASE, CAP, CAP]
             ok = all(e * 0.9 <= r <= e + 0.25 for e, r in zip(expected, returned_after, strict=True))
-            checks.append(Check("in the real queue, a failing key comes back after 0.05, 0.1, 0.2 s, then 0.4 s "
-                                "(the cap)", ok, f"came back after {returned_after} s"))
+            yield Check("in the real queue, a failing key comes back after 0.05, 0.1, 0.2 s, then 0.4 s "
+                        "(the cap)", ok, f"came back after {returned_after} s")
             count = limiter.num_requeues("acme")
-            checks.append(Check("num_requeues counts the key's failures", count == 5, f"num_requeues = {count}"))
+            yield Check("num_requeues counts the key's failures", count == 5, f"num_requeues = {count}")
             for _ in range(100):
                 limiter.when("busy")
             other = limiter.when("quiet")
-            checks.append(Check("each key has its own count: another key starts at base_delay", other == BASE,
-                                f"after 100 failures of 'busy', when('quiet') = {other}"))
+            yield Check("each key has its own count: another key starts at base_delay", other == BASE,
+                        f"after 100 failures of 'busy', when('quiet') = {other}")
             limiter.forget("acme")
             after = (limiter.num_requeues("acme"), limiter.when("acme"))
-            checks.append(Check("forget starts the key over", after == (0, BASE),
-                                f"after forget: num_requeues = {after[0]}, next when = {after[1]}"))
+            yield Check("forget starts the key over", after == (0, BASE),
+                        f"after forget: num_requeues = {after[0]}, next when = {after[1]}")
             try:
                 for _ in range(2000):
                     far = limiter.when("flapping")
-                checks.append(Check("two thousand failures stay at the cap (no overflow)", far == CAP,
-                                    f"when = {far}"))
+                yield Check("two thousand failures stay at the cap (no overflow)", far == CAP,
+                            f"when = {far}")
             except OverflowError as e:
-                checks.append(Check("two thousand failures stay at the cap (no overflow)", False,
-                                    f"OverflowError: {e}"))
-            return checks
+                yield Check("two thousand failures stay at the cap (no overflow)", False,
+                            f"OverflowError: {e}")
         finally:
             queue.shut_down()

@@ -11,6 +11,7 @@ import ast
 import inspect
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -57,7 +58,7 @@ class DeleteHandler(Exercise):
         node = next(n for n in ast.parse(original).body if isinstance(n, ast.FunctionDef) and n.name == FUNCTION)
         return ast.get_source_segment(original, node) or ""
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         source = self.function_source(learner)
         original = operator_path("tenant").read_text()
         workdir = Path(tempfile.mkdtemp(prefix="ex04-"))
@@ -73,37 +74,36 @@ class DeleteHandler(Exercise):
         core = client.CoreV1Api(self.api)
         operator = OperatorProcess(copy, kubeconfig=self.kubeconfig_path).start()
         failed = lambda: FAILED in operator.log() or not operator.running  # noqa: E731 - the give-up test
-        checks: list[Check] = []
         try:
             core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=tenants.namespace_of(foreign))))
             for name in (plain, gone, foreign):
                 api.create(name, "1", "exercise 04")
             ready = converges(lambda: api.phase(plain) == "Ready" and api.phase(gone) == "Ready", budget=30)
             if not ready.ok:
-                return [Check("the operator reconciles the check's Tenants", False,
-                              f"not Ready in 30 s; operator log ends: {operator.log()[-400:]}")]
+                yield Check("the operator reconciles the check's Tenants", False,
+                            f"not Ready in 30 s; operator log ends: {operator.log()[-400:]}")
+                return
 
             api.delete(plain)
             outcome = converges(lambda: plain not in api.names() and _gone_or_terminating(core, plain),
                                 budget=self.budget, give_up=failed)
-            checks.append(Check("a Tenant with its namespace: deleted, and its namespace with it", outcome.ok,
-                                _evidence(api, core, plain, operator, outcome.seconds)))
+            yield Check("a Tenant with its namespace: deleted, and its namespace with it", outcome.ok,
+                        _evidence(api, core, plain, operator, outcome.seconds))
 
             core.delete_namespace(tenants.namespace_of(gone))
             converges(lambda: _gone(core, gone), budget=60)
             api.delete(gone)
             outcome = converges(lambda: gone not in api.names(), budget=self.budget, give_up=failed)
-            checks.append(Check("a Tenant whose namespace is already gone: deleted, not stuck Terminating",
-                                outcome.ok, _evidence(api, core, gone, operator, outcome.seconds)))
+            yield Check("a Tenant whose namespace is already gone: deleted, not stuck Terminating",
+                        outcome.ok, _evidence(api, core, gone, operator, outcome.seconds))
 
             api.delete(foreign)
             outcome = converges(lambda: foreign not in api.names(), budget=self.budget, give_up=failed)
             survived = not _gone_or_terminating(core, foreign)
-            checks.append(Check("a namespace the Tenant does not own survives the Tenant's delete",
-                                outcome.ok and survived,
-                                f"Tenant deleted: {outcome.ok}; namespace {tenants.namespace_of(foreign)} "
-                                f"{'untouched' if survived else 'deleted'}"))
-            return checks
+            yield Check("a namespace the Tenant does not own survives the Tenant's delete",
+                        outcome.ok and survived,
+                        f"Tenant deleted: {outcome.ok}; namespace {tenants.namespace_of(foreign)} "
+                        f"{'untouched' if survived else 'deleted'}")
         finally:
             operator.stop()
             api.remove(made, force=True)

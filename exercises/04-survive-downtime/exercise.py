@@ -15,7 +15,7 @@ import inspect
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -80,7 +80,7 @@ class SurviveDowntime(Exercise):
         return ("import kopf\n\nGROUP, VERSION, PLURAL = \"hedronite.io\", \"v1\", \"tenants\"\n\n\n"
                 + "".join(lines[first:node.end_lineno]))
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         workdir = Path(tempfile.mkdtemp(prefix="ex04s-"))
         copy = workdir / "tenant_operator.py"
         copy.write_text(operator_with(handler_source(learner)))
@@ -96,9 +96,10 @@ class SurviveDowntime(Exercise):
             ready = converges(lambda: all(api.phase(n) == "Ready" for n in (gone, changed, idle)), budget=20,
                               give_up=lambda: not operator.running)
             if not ready.ok:
-                return [Check("the operator reconciles new Tenants (created while it runs)", False,
-                              f"not all Ready in {ready.seconds:.0f} s: phases {_phases(api, gone, changed, idle)}; "
-                              f"operator log ends: {operator.log_tail(3)}")]
+                yield Check("the operator reconciles new Tenants (created while it runs)", False,
+                            f"not all Ready in {ready.seconds:.0f} s: phases {_phases(api, gone, changed, idle)}; "
+                            f"operator log ends: {operator.log_tail(3)}")
+                return
 
             operator.kill()  # down, as a Pod is killed: no goodbye
             core.delete_namespace(tenants.namespace_of(gone))
@@ -106,8 +107,9 @@ class SurviveDowntime(Exercise):
             api.create(new, "2", "exercise 04")
             deleted = converges(lambda: tenants.namespace_of(gone) not in api.namespaces(), budget=60)
             if not deleted.ok:  # the namespace controller's doing, not the learner's: say so
-                return [Check("the check deletes a namespace while the operator is down", False,
-                              f"namespace {tenants.namespace_of(gone)} still there after 60 s")]
+                yield Check("the check deletes a namespace while the operator is down", False,
+                            f"namespace {tenants.namespace_of(gone)} still there after 60 s")
+                return
             before = _writes(api, core, idle)
 
             operator.start()
@@ -122,18 +124,16 @@ class SurviveDowntime(Exercise):
             wrote = converges(lambda: _writes(api, core, idle) != before, budget=EVENT_GRACE)
             after = _writes(api, core, idle)
             took = f"converged in {outcome.seconds:.1f} s" if outcome.ok else f"after {outcome.seconds:.0f} s"
-            return [
-                Check("a Tenant created while the operator was down is handled when it is back",
-                      api.phase(new) == "Ready", f"phase {api.phase(new)}, {took}"),
-                Check("a namespace deleted while the operator was down comes back (the Tenant did not change)",
-                      _namespace_back(core, gone),
-                      f"namespace {tenants.namespace_of(gone)} with its quota: "
-                      f"{'back' if _namespace_back(core, gone) else 'still missing'}, {took}"),
-                Check("a quota changed while the operator was down is followed", _quota(api, changed) == "3",
-                      f"limits.cpu {_quota(api, changed)!r} (the Tenant asks 3), {took}"),
-                Check("a Tenant nothing happened to costs no write on restart (namespace, quota, status, Events)",
-                      not wrote.ok, _compare(before, after)),
-            ]
+            yield Check("a Tenant created while the operator was down is handled when it is back",
+                        api.phase(new) == "Ready", f"phase {api.phase(new)}, {took}")
+            yield Check("a namespace deleted while the operator was down comes back (the Tenant did not change)",
+                        _namespace_back(core, gone),
+                        f"namespace {tenants.namespace_of(gone)} with its quota: "
+                        f"{'back' if _namespace_back(core, gone) else 'still missing'}, {took}")
+            yield Check("a quota changed while the operator was down is followed", _quota(api, changed) == "3",
+                        f"limits.cpu {_quota(api, changed)!r} (the Tenant asks 3), {took}")
+            yield Check("a Tenant nothing happened to costs no write on restart (namespace, quota, status, Events)",
+                        not wrote.ok, _compare(before, after))
         finally:
             operator.kill()
             _remove(api, core, [gone, changed, idle, new])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -50,7 +50,7 @@ class ReadyCondition(Exercise):
         "custom.patch_namespaced_custom_object_status(..., {'status': {'conditions': conditions}}).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         website_operator = load_module("website")
         core, apps, custom = client.CoreV1Api(self.api), client.AppsV1Api(self.api), client.CustomObjectsApi(self.api)
         writes: list[str] = []
@@ -79,25 +79,28 @@ class ReadyCondition(Exercise):
                 "spec": {"replicas": 1}})
             set_spec(2)  # generation 2 for the Website, 1 for the Deployment it gets: two different counters
             apply_children()
-            checks: list[Check] = []
 
             held = _hold(sync, writes, want=lambda c: c.get("status") == "False" and c.get("observedGeneration") == 2)
-            checks.append(Check("no Pod can run: Ready=False, observedGeneration 2, with a reason and a message",
-                                held.ok and bool(held.last.get("reason")) and bool(held.last.get("message")),
-                                held.evidence))
+            yield Check("no Pod can run: Ready=False, observedGeneration 2, with a reason and a message",
+                        held.ok and bool(held.last.get("reason")) and bool(held.last.get("message")),
+                        held.evidence)
             if not held.ok:
-                return [*checks, _gave_up("the rest of the check: Ready=False was not right first")]
+                yield _gave_up("the rest of the check: Ready=False was not right first")
+                return
             if quiet := _quiet([held]):
-                return [*checks, quiet, _gave_up("the rest of the check: it wrote while nothing changed")]
+                yield quiet
+                yield _gave_up("the rest of the check: it wrote while nothing changed")
+                return
 
             _limit_pods(core, namespace, None)
             came = _until(sync, lambda c: c.get("status") == "True", budget=self.budget)
             available = _available(apps, namespace)
-            checks.append(Check("the quota lifted, kwok runs both Pods: Ready=True, and only then",
-                                came.ok and available, came.evidence + ("" if available or not came.ok else
-                                                                        "; but the Deployment is not available")))
+            yield Check("the quota lifted, kwok runs both Pods: Ready=True, and only then",
+                        came.ok and available, came.evidence + ("" if available or not came.ok else
+                                                                "; but the Deployment is not available"))
             if not came.ok:
-                return [*checks, _gave_up("the rest of the check: Ready never became True")]
+                yield _gave_up("the rest of the check: Ready never became True")
+                return
             holds = [held, _hold(sync, writes, want=lambda c: c.get("status") == "True")]
 
             _limit_pods(core, namespace, 2)
@@ -106,19 +109,18 @@ class ReadyCondition(Exercise):
             flipped = _until(sync, lambda c: c.get("status") == "False" and c.get("observedGeneration") == 3,
                              budget=5)
             held = _hold(sync, writes, want=lambda c: c.get("status") == "False" and c.get("observedGeneration") == 3)
-            checks.append(Check("the spec asks 3 Pods, 2 can run: Ready=False with observedGeneration 3",
-                                flipped.ok and held.ok, flipped.evidence if not flipped.ok else held.evidence))
+            yield Check("the spec asks 3 Pods, 2 can run: Ready=False with observedGeneration 3",
+                        flipped.ok and held.ok, flipped.evidence if not flipped.ok else held.evidence)
             holds.append(held)
             _limit_pods(core, namespace, None)
             back = _until(sync, lambda c: c.get("status") == "True" and c.get("observedGeneration") == 3,
                           budget=self.budget)
             available = _available(apps, namespace)
-            checks.append(Check("all 3 Pods ready: Ready=True again, observedGeneration 3, and only then",
-                                back.ok and available, back.evidence + ("" if available or not back.ok else
-                                                                        "; but the Deployment is not available")))
-            checks.append(_quiet(holds) or Check(QUIET, True, f"{sum(h.calls for h in holds)} calls while nothing "
-                                                                     "changed, no write"))
-            return checks
+            yield Check("all 3 Pods ready: Ready=True again, observedGeneration 3, and only then",
+                        back.ok and available, back.evidence + ("" if available or not back.ok else
+                                                                "; but the Deployment is not available"))
+            yield _quiet(holds) or Check(QUIET, True, f"{sum(h.calls for h in holds)} calls while nothing "
+                                                             "changed, no write")
         finally:
             core.delete_namespace(namespace)
 

@@ -8,6 +8,7 @@ each apply, and what the garbage collector does when the Website goes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from types import ModuleType
 
 from kubernetes import client
@@ -35,7 +36,7 @@ class ServiceApply(Exercise):
         "_content_type=APPLY_PATCH).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         apply = learner.apply_service
         core, custom = client.CoreV1Api(self.api), client.CustomObjectsApi(self.api)
         namespace = f"ex05-{uuid.uuid4().hex[:6]}"
@@ -45,22 +46,21 @@ class ServiceApply(Exercise):
             website = custom.create_namespaced_custom_object(group, version, namespace, plural, {
                 "apiVersion": "example.com/v1", "kind": "Website", "metadata": {"name": "site"},
                 "spec": {"port": 80}})
-            checks: list[Check] = []
             apply(core, website)
             service = core.read_namespaced_service("site", namespace)
             ports = [(p.name, p.port, str(p.target_port)) for p in service.spec.ports]
-            checks.append(Check("the Service is created as desired (selector app=site, port http 80)",
-                                service.spec.selector == {"app": "site"} and ports == [("http", 80, "http")],
-                                f"selector {service.spec.selector}, ports {ports}"))
+            yield Check("the Service is created as desired (selector app=site, port http 80)",
+                        service.spec.selector == {"app": "site"} and ports == [("http", 80, "http")],
+                        f"selector {service.spec.selector}, ports {ports}")
             owners = [(r.kind, r.name, r.uid, r.controller) for r in service.metadata.owner_references or []]
-            checks.append(Check("it is owned by the Website (a controller owner reference with its uid)",
-                                owners == [("Website", "site", website["metadata"]["uid"], True)],
-                                f"ownerReferences {owners}"))
+            yield Check("it is owned by the Website (a controller owner reference with its uid)",
+                        owners == [("Website", "site", website["metadata"]["uid"], True)],
+                        f"ownerReferences {owners}")
             before = service.metadata.resource_version
             apply(core, website)
             after = core.read_namespaced_service("site", namespace).metadata.resource_version
-            checks.append(Check("a second apply of the same Service changes nothing", before == after,
-                                f"resourceVersion {before} -> {after}"))
+            yield Check("a second apply of the same Service changes nothing", before == after,
+                        f"resourceVersion {before} -> {after}")
             core.patch_namespaced_service("site", namespace, {"metadata": {"labels": {"team": "web"}}},
                                           field_manager="someone-else")
             website = custom.patch_namespaced_custom_object(group, version, namespace, plural, "site",
@@ -69,14 +69,13 @@ class ServiceApply(Exercise):
             service = core.read_namespaced_service("site", namespace)
             ports = [(p.name, p.port) for p in service.spec.ports]
             label = (service.metadata.labels or {}).get("team")
-            checks.append(Check("after the port changed: port 8080 only, and another manager's label kept",
-                                ports == [("http", 8080)] and label == "web",
-                                f"ports {ports}; label team={label!r}"))
+            yield Check("after the port changed: port 8080 only, and another manager's label kept",
+                        ports == [("http", 8080)] and label == "web",
+                        f"ports {ports}; label team={label!r}")
             custom.delete_namespaced_custom_object(group, version, namespace, plural, "site")
-            checks.append(within("the garbage collector deletes the Service with the Website",
-                                 lambda: _gone(core, namespace), budget=self.budget,
-                                 evidence=lambda _: "the Service is still there: nothing owns it"))
-            return checks
+            yield within("the garbage collector deletes the Service with the Website",
+                         lambda: _gone(core, namespace), budget=self.budget,
+                         evidence=lambda _: "the Service is still there: nothing owns it")
         finally:
             core.delete_namespace(namespace)
 

@@ -15,7 +15,7 @@ import math
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -54,11 +54,13 @@ class DriftTimer(Exercise):
         "no timestamp in status (it would be a write every interval).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
-        checks = [_interval_check(learner.resync_seconds)]
-        if not checks[0].passed:
-            return [*checks, Check("the timer heals drift (not run)", False,
-                                   "not run: the operator would start with that interval; fix resync_seconds first")]
+    def check(self, learner: ModuleType) -> Iterator[Check]:
+        interval = _interval_check(learner.resync_seconds)
+        yield interval
+        if not interval.passed:
+            yield Check("the timer heals drift (not run)", False,
+                        "not run: the operator would start with that interval; fix resync_seconds first")
+            return
         source = variant_source(Path(learner.__file__).read_text())
         suffix = uuid.uuid4().hex[:6]
         name = namespace = f"ex06d-{suffix}"
@@ -80,9 +82,9 @@ class DriftTimer(Exercise):
                            lambda: {DENY, DNS} <= _policies(networking, namespace), budget=15.0, give_up=stopped,
                            evidence=lambda last: f"policies {last}; the operator's log ends: "
                                                  f"{operator.log_tail(3) if operator else ''}")
-            checks.append(ready)
+            yield ready
             if not ready.passed:
-                return checks
+                return
             since = time.time()
             networking.delete_namespaced_network_policy(DENY, namespace)
             healed = within(
@@ -90,20 +92,20 @@ class DriftTimer(Exercise):
                 lambda: DENY in _policies(networking, namespace) and _wrote(proxy, "POST", namespace, since),
                 budget=self.budget, give_up=stopped,
                 evidence=lambda _: _by_whom(networking, namespace, "nothing put it back"))
-            checks.append(healed)
+            yield healed
             if not healed.passed:
-                return [*checks, Check("a policy opened by hand is restored (not run)", False,
-                                       "not run: a deleted policy did not come back")]
+                yield Check("a policy opened by hand is restored (not run)", False,
+                            "not run: a deleted policy did not come back")
+                return
             since = time.time()
             networking.patch_namespaced_network_policy(DENY, namespace, {"spec": OPENED})
-            checks.append(within(
+            yield within(
                 "a policy opened by hand (an allow-all ingress rule) is restored within the interval",
                 lambda: _spec(networking, namespace) == CLOSED and _wrote(proxy, "PUT", namespace, since),
                 budget=self.budget, give_up=stopped,
                 evidence=lambda _: _by_whom(networking, namespace,
-                                            f"its spec is still {_spec(networking, namespace)}")))
-            checks.append(_quiet(proxy, namespace))
-            return checks
+                                    f"its spec is still {_spec(networking, namespace)}"))
+            yield _quiet(proxy, namespace)
         finally:
             if operator is not None:
                 operator.stop()

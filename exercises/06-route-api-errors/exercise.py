@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -34,7 +35,7 @@ class RouteApiErrors(Exercise):
         "else None. Never a delay of 0.",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         route = learner.route
         namespace = "default"
         name = f"ex06-{uuid.uuid4().hex[:6]}"
@@ -58,17 +59,16 @@ class RouteApiErrors(Exercise):
             missing = _error(lambda: core.read_namespaced_config_map(f"{name}-absent", namespace))
             seen = {e.status for e in (throttled, unavailable, failing, invalid, conflict, missing)}
             if seen != {429, 503, 500, 422, 409, 404}:
-                return [Check("the check could make each error", False, f"statuses seen: {sorted(seen)}")]
-            return [
-                _temporary("a 429 with Retry-After: 7 is retried after 7 s", route(throttled), lambda d: d == 7),
-                _temporary("a 503 without Retry-After is retried, after a default delay (not 0: no hot loop)",
-                           route(unavailable), lambda d: d >= 1),
-                _temporary("a 500 is retried too, after a delay", route(failing), lambda d: d >= 1),
-                _permanent("a 422 (the API refuses the object) is permanent: a retry would send the same",
-                           route(invalid)),
-                _temporary("a 409 (changed or exists) is retried soon", route(conflict), lambda d: 0 < d <= 10),
-                Check("a 404 is left to the caller (None)", route(missing) is None, f"got {_show(route(missing))}"),
-            ]
+                yield Check("the check could make each error", False, f"statuses seen: {sorted(seen)}")
+                return
+            yield _temporary("a 429 with Retry-After: 7 is retried after 7 s", route(throttled), lambda d: d == 7)
+            yield _temporary("a 503 without Retry-After is retried, after a default delay (not 0: no hot loop)",
+                             route(unavailable), lambda d: d >= 1)
+            yield _temporary("a 500 is retried too, after a delay", route(failing), lambda d: d >= 1)
+            yield _permanent("a 422 (the API refuses the object) is permanent: a retry would send the same",
+                             route(invalid))
+            yield _temporary("a 409 (changed or exists) is retried soon", route(conflict), lambda d: 0 < d <= 10)
+            yield Check("a 404 is left to the caller (None)", route(missing) is None, f"got {_show(route(missing))}")
         finally:
             proxy.stop()
             try:

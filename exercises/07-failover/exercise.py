@@ -15,6 +15,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -48,7 +49,7 @@ class Failover(Exercise):
         "8 hex digits of its sha256, as an int) and settings.peering.lifetime = 10.",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         learner.configure_peering(settings=kopf.OperatorSettings(), logger=logging.getLogger("ex07f"), memo=None)
         suffix = uuid.uuid4().hex[:6]
         namespace = peering = f"ex07f-{suffix}"
@@ -70,37 +71,37 @@ class Failover(Exercise):
             lifetimes = sorted(p.get("lifetime") for p in peers.values())
             distinct = len(peers) == 2 and len(set(priorities)) == 2
             sane = len(peers) == 2 and all(LIFETIME[0] <= (t or 0) <= LIFETIME[1] for t in lifetimes)
-            checks = [
-                Check("the two replicas announce different priorities in the peering", distinct,
-                      f"priorities {priorities}" + ("" if distinct else ": equal priorities all pause")),
-                Check(f"... and a lifetime between {LIFETIME[0]} and {LIFETIME[1]} s", sane,
-                      f"lifetimes {lifetimes} s" + ("" if sane else " (kopf's default is 60 s: a minute without an "
-                                                   "operator after a SIGKILL; below 10 s kopf renews every second)"))]
+            yield Check("the two replicas announce different priorities in the peering", distinct,
+                        f"priorities {priorities}" + ("" if distinct else ": equal priorities all pause"))
+            yield Check(f"... and a lifetime between {LIFETIME[0]} and {LIFETIME[1]} s", sane,
+                        f"lifetimes {lifetimes} s" + ("" if sane else " (kopf's default is 60 s: a minute without an "
+                                                     "operator after a SIGKILL; below 10 s kopf renews every second)"))
             if not sane:
-                return [*checks, Check("exactly one replica reconciles, and the other takes over after a SIGKILL "
-                                       "(not run)", False, "not run: with that lifetime the take-over cannot be "
-                                                           "timed against a sane budget; fix the lifetime first")]
+                yield Check("exactly one replica reconciles, and the other takes over after a SIGKILL "
+                            "(not run)", False, "not run: with that lifetime the take-over cannot be "
+                                                "timed against a sane budget; fix the lifetime first")
+                return
             _website(custom, namespace, "first")
             paused = lambda: all(PAUSED in r.log() for r in replicas.values())  # noqa: E731 - equal priorities
             one = converges(lambda: [p for p, r in replicas.items() if _handled(r, "first")], budget=10.0,
                             give_up=paused).last or []
             time.sleep(1.0)  # time for a second replica to handle it too, if it is going to
             both = [p for p, r in replicas.items() if _handled(r, "first")]
-            checks.append(Check("exactly one replica reconciles a new Website", len(both) == 1,
-                                f"handled by {len(both)} replica(s)" + ("" if both else ": every replica paused; "
-                                "the logs say 'Pausing' (kubectl get kopfpeering -o yaml shows the peers)")))
+            yield Check("exactly one replica reconciles a new Website", len(both) == 1,
+                        f"handled by {len(both)} replica(s)" + ("" if both else ": every replica paused; "
+                        "the logs say 'Pausing' (kubectl get kopfpeering -o yaml shows the peers)"))
             if len(both) != 1:
-                return [*checks, Check("the other replica takes over after a SIGKILL (not run)", False,
-                                       "not run: it needs exactly one working replica")]
+                yield Check("the other replica takes over after a SIGKILL (not run)", False,
+                            "not run: it needs exactly one working replica")
+                return
             active, standby = replicas[one[0]], next(r for p, r in replicas.items() if p != one[0])
             active.kill()
             _website(custom, namespace, "second")
-            checks.append(within(f"after the working replica is SIGKILLed, the other handles a new Website within "
-                                 f"its lifetime ({max(lifetimes)} s) and a few seconds",
-                                 lambda: _handled(standby, "second"), budget=max(lifetimes) + 5.0,
-                                 give_up=lambda: not standby.running,
-                                 evidence=lambda _: f"not handled; the standby's log ends: {standby.log_tail(2)}"))
-            return checks
+            yield within(f"after the working replica is SIGKILLed, the other handles a new Website within "
+                         f"its lifetime ({max(lifetimes)} s) and a few seconds",
+                         lambda: _handled(standby, "second"), budget=max(lifetimes) + 5.0,
+                         give_up=lambda: not standby.running,
+                         evidence=lambda _: f"not handled; the standby's log ends: {standby.log_tail(2)}")
         finally:
             for replica in replicas.values():
                 replica.kill()  # no goodbye needed: the namespace and its peering object go

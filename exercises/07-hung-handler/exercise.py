@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -48,7 +48,7 @@ class HungHandler(Exercise):
         "kopf.TemporaryError(..., delay=5); return networking.api_client.sanitize_for_serialization(policy).",
     )
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         read_policy = learner.read_policy
         namespace = f"ex07h-{uuid.uuid4().hex[:6]}"
         core, networking = client.CoreV1Api(self.api), client.NetworkingV1Api(self.api)
@@ -63,33 +63,33 @@ class HungHandler(Exercise):
             call = lambda name: _in_worker(lambda: read_policy(through, name, namespace), GIVE_UP)  # noqa: E731
 
             found, missing = call(POLICY), call("absent")
-            checks = [Check("a healthy read returns the policy (the API's JSON), and None for a missing one",
-                            _named(found.value) and missing.value is None and not (found.error or missing.error),
-                            f"got {found.show()} and {missing.show()}")]
+            yield Check("a healthy read returns the policy (the API's JSON), and None for a missing one",
+                        _named(found.value) and missing.value is None and not (found.error or missing.error),
+                        f"got {found.show()} and {missing.show()}")
             if found.hung or missing.hung:
-                return [*checks, Check("the rest (not run)", False, "not run: a healthy read did not return")]
+                yield Check("the rest (not run)", False, "not run: a healthy read did not return")
+                return
             proxy.set_rules([{"action": "stall", "method": "GET", "path": f"/networkpolicies/{POLICY}$",
                               "after": SLOW}])
             slow = call(POLICY)
-            checks.append(Check(f"a slow server (answers after {SLOW:g} s) is waited for",
-                                _named(slow.value), f"got {slow.show()} after {slow.seconds:.1f} s"))
+            yield Check(f"a slow server (answers after {SLOW:g} s) is waited for",
+                        _named(slow.value), f"got {slow.show()} after {slow.seconds:.1f} s")
             proxy.set_rules([{"action": "stall", "method": "GET", "path": f"/networkpolicies/{POLICY}$",
                               "after": 3600}])
             hung = call(POLICY)
             attempts = len(proxy.stats()["hits"].get(f"stall-3600s GET /networkpolicies/{POLICY}$", []))
-            checks.append(Check(f"a hung server (no answer for an hour): the call gives control back within "
-                                f"{GIVE_UP:g} s", not hung.hung,
-                                f"still waiting after {hung.seconds:.1f} s ({attempts} request(s) sent): a hung "
-                                "handler" if hung.hung else f"gave up after {hung.seconds:.1f} s, "
-                                                            f"{attempts} request(s) sent"))
+            yield Check(f"a hung server (no answer for an hour): the call gives control back within "
+                        f"{GIVE_UP:g} s", not hung.hung,
+                        f"still waiting after {hung.seconds:.1f} s ({attempts} request(s) sent): a hung "
+                        "handler" if hung.hung else f"gave up after {hung.seconds:.1f} s, "
+                                                    f"{attempts} request(s) sent")
             routed = isinstance(hung.error, kopf.TemporaryError) and (hung.error.delay or 0) >= 1
-            checks.append(Check("... as kopf.TemporaryError with a delay of a second or more (kopf retries the "
-                                "handler later, no hot loop)", routed, f"got {hung.show()}"))
+            yield Check("... as kopf.TemporaryError with a delay of a second or more (kopf retries the "
+                        "handler later, no hot loop)", routed, f"got {hung.show()}")
             proxy.clear()
             after = call(POLICY)
-            checks.append(Check("once the server answers again, the next read works",
-                                _named(after.value), f"got {after.show()}"))
-            return checks
+            yield Check("once the server answers again, the next read works",
+                        _named(after.value), f"got {after.show()}")
         finally:
             proxy.stop()  # a call still waiting on it ends with the connection
             core.delete_namespace(namespace)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pprint
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -55,7 +56,7 @@ class LeastPrivilege(Exercise):
                                .read_text())["rules"]
         return "RULES = " + pprint.pformat(rules, width=100, sort_dicts=False) + "\n"
 
-    def check(self, learner: ModuleType) -> list[Check]:
+    def check(self, learner: ModuleType) -> Iterator[Check]:
         rules = list(learner.RULES)
         suffix = uuid.uuid4().hex[:6]
         name, namespace = f"ex07-{suffix}", f"ex07-{suffix}"
@@ -83,26 +84,25 @@ class LeastPrivilege(Exercise):
                 "apiVersion": "hedronite.io/v1alpha1", "kind": "NamespaceBaseline", "metadata": {"name": name},
                 "spec": {"namespaceLabel": f"ex07={suffix}", "allowDNS": False}})
             core.patch_namespace(namespace, {"metadata": {"labels": {"ex07": suffix}}})
-            checks = [
-                within("as that identity, the operator puts the baseline's policy into a labelled namespace",
-                       lambda: DENY in _policies(networking, namespace), budget=self.budget, give_up=stuck,
-                       evidence=lambda _: f"no policy; the operator's log ends: {_forbidden(operator)}"),
-                within("and reports the baseline Ready",
-                       lambda: _ready(custom, name), budget=self.budget, give_up=stuck,
-                       evidence=lambda _: f"not Ready; {_forbidden(operator)}"),
-            ]
-            if all(c.passed for c in checks):
+            applied = within("as that identity, the operator puts the baseline's policy into a labelled namespace",
+                             lambda: DENY in _policies(networking, namespace), budget=self.budget, give_up=stuck,
+                             evidence=lambda _: f"no policy; the operator's log ends: {_forbidden(operator)}")
+            yield applied
+            ready = within("and reports the baseline Ready",
+                           lambda: _ready(custom, name), budget=self.budget, give_up=stuck,
+                           evidence=lambda _: f"not Ready; {_forbidden(operator)}")
+            yield ready
+            if applied.passed and ready.passed:
                 networking.delete_namespaced_network_policy(DENY, namespace)
-                checks.append(within("a policy deleted by hand comes back (the resync can read and create)",
-                                     lambda: DENY in _policies(networking, namespace), budget=self.budget,
-                                     give_up=stuck, evidence=lambda _: _forbidden(operator)))
+                yield within("a policy deleted by hand comes back (the resync can read and create)",
+                             lambda: DENY in _policies(networking, namespace), budget=self.budget,
+                             give_up=stuck, evidence=lambda _: _forbidden(operator))
             allowed = [f"{verb} {group + '/' if group else ''}{resource}" + (f" in {ns}" if ns else "")
                        for verb, group, resource, ns in NOT_NEEDED
                        if _allowed(auth, subject, verb, group, resource, ns)]
-            checks.append(Check("everything the operator does not need is denied (secrets, pods, RBAC, "
-                                "deleting namespaces, creating baselines, CRDs)", not allowed,
-                                f"allowed to that identity: {allowed}" if allowed else "all denied"))
-            return checks
+            yield Check("everything the operator does not need is denied (secrets, pods, RBAC, "
+                        "deleting namespaces, creating baselines, CRDs)", not allowed,
+                        f"allowed to that identity: {allowed}" if allowed else "all denied")
         finally:
             if operator is not None:
                 operator.stop()

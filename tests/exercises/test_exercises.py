@@ -200,7 +200,9 @@ def test_each_mistake_fails(exercise_id: str, mistake: str, tmp_path: Path, requ
     assert solution.count(old) == 1, f"{old!r} must occur once in the solution"
     learner = tmp_path / f"{exercise_id}.py"
     learner.write_text(solution.replace(old, new))
-    verdict = grade(exercise_id, path=learner, kubeconfig=_kubeconfig(exercise_id, request), record=False)
+    # Graded up to the first failing property: that one failure is the proof.
+    verdict = grade(exercise_id, path=learner, kubeconfig=_kubeconfig(exercise_id, request), record=False,
+                    first_failure=True)
     assert not verdict.passed, f"{mistake}: passed\n{verdict.text()}"
     failing = [c.name for c in verdict.checks if not c.passed]
     assert not any(name.startswith("your code loads") for name in failing), f"{mistake}: did not load\n{verdict.text()}"

@@ -6,8 +6,8 @@ apart from the notebook and shown only on request. The starter is a notebook cel
 tagged ``exercise`` (``%%exercise <id>``) that runs the learner's code and saves it to
 ``notebooks/work/<id>.py``; the cell after it, tagged ``check``, grades that file.
 
-:meth:`Exercise.check` receives the learner's module and returns one
-:class:`~operatorlab.grading.Check` per property. It runs the learner's code against
+:meth:`Exercise.check` receives the learner's module and yields one
+:class:`~operatorlab.grading.Check` per property, in order. It runs the learner's code against
 the real cluster and perturbs the world itself; creating the expected objects by hand
 cannot pass, because the check makes fresh ones under names of its own.
 """
@@ -15,6 +15,7 @@ cannot pass, because the check makes fresh ones under names of its own.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
@@ -80,8 +81,12 @@ class Exercise:
             self._api = config.new_client_from_config(config_file=str(self.kubeconfig_path))
         return self._api
 
-    def check(self, learner: ModuleType) -> list[Check]:
-        """Grade the learner's module: one :class:`Check` per property."""
+    def check(self, learner: ModuleType) -> Iterator[Check]:
+        """Grade the learner's module: yield one :class:`Check` per property, as each is graded.
+
+        The runner may stop reading at the first failing property, which closes the
+        generator: undo what the check made in a ``finally``, never after the last ``yield``.
+        """
         raise NotImplementedError
 
     def reset(self) -> None:

@@ -12,6 +12,7 @@ import html
 import sys
 import time
 import traceback
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -111,13 +112,17 @@ def _where_in(path: Path, error: BaseException) -> str:
 
 
 def grade(exercise_id: str, *, path: Path | None = None, kubeconfig: Path | None = None,
-          record: bool = True) -> Verdict:
-    """Check the learner's file for ``exercise_id`` (default ``notebooks/work/<id>.py``)."""
+          record: bool = True, first_failure: bool = False) -> Verdict:
+    """Check the learner's file for ``exercise_id`` (default ``notebooks/work/<id>.py``).
+
+    With ``first_failure`` the grading ends at the first property that fails (the
+    properties after it are not run): enough to know the code is not right yet.
+    """
     cls = registry.get(exercise_id)
     exercise = cls(kubeconfig)
     path = path or exercise.work_path()
     started = time.monotonic()
-    checks = _run(exercise, path)
+    checks = _run(exercise, path, first_failure=first_failure)
     verdict = Verdict(cls, checks, time.monotonic() - started)
     if record:
         item = progress.attempted("exercise", cls.id, verdict.passed)
@@ -131,7 +136,7 @@ def grade(exercise_id: str, *, path: Path | None = None, kubeconfig: Path | None
     return verdict
 
 
-def _run(exercise: Exercise, path: Path) -> list[Check]:
+def _run(exercise: Exercise, path: Path, *, first_failure: bool) -> list[Check]:
     loads = f"your code loads ({path.name} defines {exercise.subject})"
     if not path.is_file():
         return [Check(loads, False, f"no {path}: {exercise.missing()}")]
@@ -141,14 +146,23 @@ def _run(exercise: Exercise, path: Path) -> list[Check]:
         return [Check(loads, False, _where_in(path, e))]
     if not hasattr(learner, exercise.subject):
         return [Check(loads, False, f"{path.name} defines no {exercise.subject}")]
+    checks: list[Check] = []
+    properties = exercise.check(learner)
     try:
-        return exercise.check(learner)
+        for check in properties:
+            checks.append(check)
+            if first_failure and not check.passed:
+                break
     except NotImplementedError as e:
-        return [Check(loads, True), Check("your code runs", False, f"still the starter: {e or 'NotImplementedError'}")]
+        return [Check(loads, True), *checks,
+                Check("your code runs", False, f"still the starter: {e or 'NotImplementedError'}")]
     except Exception as e:  # noqa: BLE001 - the learner's code raised, or the world did: both are evidence
-        return [Check(loads, True), Check("your code runs without raising", False, _where_in(path, e))]
+        return [Check(loads, True), *checks, Check("your code runs without raising", False, _where_in(path, e))]
     finally:
+        if isinstance(properties, Generator):
+            properties.close()  # a check stopped early undoes what it made (its own finally)
         exercise.reset()
+    return checks
 
 
 def hint(exercise_id: str, number: int | None = None) -> str:
