@@ -33,7 +33,7 @@ def group_of(xdist_group: str | None) -> str | None:
     return xdist_group
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped when the group's tests are done (they run in a row)
 def exercises_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The kubeconfig the Tenant exercises are graded against."""
     if ON_EXISTING_CLUSTER:

@@ -42,13 +42,15 @@ def nothing_left() -> Callable[[Lab, LabState], None]:
     return _assert_nothing_left
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, as every cluster of a test group: a group's tests run in a row on one xdist
+# worker, so its cluster is stopped once they are done instead of idling to the session's end.
+@pytest.fixture(scope="module")
 def tenant_lab_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """The cluster of the labs that run the Tenant operator (started by the first test that asks)."""
     yield from own_cluster(TENANT_LABS, tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A cluster for labs that stop control-plane components."""
     yield from own_cluster("labs-private", tmp_path_factory)

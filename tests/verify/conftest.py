@@ -22,7 +22,7 @@ VERIFY_CLUSTER = "verify"
 VERIFY_GROUP = "tenant-operator" if ON_EXISTING_CLUSTER else VERIFY_CLUSTER
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped when the suite's tests are done (they run in a row)
 def verify_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The kubeconfig the suite grades on."""
     if ON_EXISTING_CLUSTER:
