@@ -22,6 +22,8 @@ import functools
 import json
 import os
 import tempfile
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             operator = _notebook_operator(path)
             group = f"{operator}-operator" if operator else f"notebook-{path.stem}"
             item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=_hand_out_order(items))
+
+
+def _hand_out_order(items: list[pytest.Item]) -> Callable[[pytest.Item], tuple[int, int]]:
+    """The order xdist hands the tests out in (``--no-loadscope-reorder`` keeps it): longest first.
+
+    A worker takes a whole xdist group at once, so a long group handed out last runs
+    alone at the end while the other workers sit idle. First the tests marked ``long``
+    (a nested ``make test``, an image build: minutes in one test), then the groups,
+    largest first, then the single tests, which fill the gaps. Stable: within each,
+    collection order.
+    """
+    def group(item: pytest.Item) -> str | None:
+        mark = item.get_closest_marker("xdist_group")
+        return str(mark.args[0]) if mark and mark.args else None
+
+    sizes = Counter(group(item) for item in items)
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        if item.get_closest_marker("long"):
+            return (0, 0)
+        name = group(item)
+        return (1, -sizes[name]) if name else (2, 0)
+    return key
 
 
 @functools.cache

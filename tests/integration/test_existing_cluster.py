@@ -60,6 +60,7 @@ def _plain_kubeconfig(source: Path, target: Path) -> Path:
 
 
 @pytest.mark.local_cluster  # it starts the stand-in from the binaries
+@pytest.mark.long  # a make test of its own
 @pytest.mark.xdist_group("existing-cluster")
 def test_make_test_on_an_existing_cluster_builds_nothing_and_passes(tmp_path_factory) -> None:
     root = tmp_path_factory.mktemp("existing")

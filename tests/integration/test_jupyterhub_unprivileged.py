@@ -48,6 +48,7 @@ from operatorlab.cluster import LocalCluster, binaries, process
 from tests import jupyterhub_image as image
 
 pytestmark = [pytest.mark.xdist_group("jupyterhub-unprivileged"),
+              pytest.mark.long,  # an image of its own, a cluster of its own
               pytest.mark.local_cluster]  # it starts a cluster from the binaries
 
 USER = "oplab-learner"
