@@ -104,16 +104,13 @@ def ensure_kwokctl(log: Log = print) -> Path:
 # -- ours ---------------------------------------------------------------------------------
 
 
-def bench_ours(runs: int, settle: float, root: Path, log: Log) -> tuple[Kind, Kind, dict[str, list[float]]]:
+def bench_ours(cold: Kind, warm: Kind, steps: dict[str, list[float]], settle: float, root: Path, log: Log) -> None:
+    """One cold start (after ``down --purge``), then one more ``up`` of the running cluster."""
     from operatorlab.cluster import LocalCluster
 
-    cold = Kind("ours, cold (fresh PKI + etcd)", "etcd, kube-apiserver, kube-controller-manager, "
-                "kube-scheduler, kwok", "all healthy, 1 Node Ready, `default` ServiceAccount")
-    warm = Kind("ours, warm (already running)", "(reuses the running ones)", "`/readyz` ok")
-    steps: dict[str, list[float]] = {}
-    for i in range(runs):
-        cluster = LocalCluster("bench-start", root=root)
-        cluster.down(purge=True, log=lambda _: None)
+    cluster = LocalCluster("bench-start", root=root)
+    cluster.down(purge=True, log=lambda _: None)
+    try:
         started = time.monotonic()
         cluster.up(log=lambda _: None)
         cold.times.append(time.monotonic() - started)
@@ -121,61 +118,56 @@ def bench_ours(runs: int, settle: float, root: Path, log: Log) -> tuple[Kind, Ki
             steps.setdefault(name, []).append(at)
         time.sleep(settle)
         cold.rss_mib.append(rss_mib([row.pid for row in cluster.status() if row.pid]))
-        log(f"[bench]   ours cold #{i + 1}: {cold.times[-1]:.2f} s, "
-            + ", ".join(f"{k} {v:.2f}" for k, v in cluster.steps.items()))
-    for _ in range(runs):
         started = time.monotonic()
         LocalCluster("bench-start", root=root).up(log=lambda _: None)
         warm.times.append(time.monotonic() - started)
-    warm.rss_mib = cold.rss_mib[-1:]
-    LocalCluster("bench-start", root=root).down(purge=True, log=lambda _: None)
-    return cold, warm, steps
+        warm.rss_mib.append(cold.rss_mib[-1])
+    finally:
+        cluster.down(purge=True, log=lambda _: None)
+    log(f"[bench]   ours: cold {cold.times[-1]:.2f} s ("
+        + ", ".join(f"{k} {v:.2f}" for k, v in cluster.steps.items()) + f"), warm {warm.times[-1]:.2f} s")
 
 
 # -- kwokctl --------------------------------------------------------------------------------
 
 
-def bench_kwokctl(runs: int, settle: float, root: Path, log: Log) -> tuple[Kind, Kind]:
+def bench_kwokctl(i: int, returned: Kind, with_sa: Kind, settle: float, root: Path, log: Log) -> None:
+    """One ``kwokctl create cluster``, timed until it returns and until the ``default`` ServiceAccount; deleted."""
     from operatorlab.cluster import binaries
 
     bins = binaries.find()
     kwokctl = ensure_kwokctl(log)
-    returned = Kind("kwokctl create cluster --runtime binary --wait", "etcd, kube-apiserver, "
-                    "kube-controller-manager, kube-scheduler, kwok-controller", "kwokctl returns: `/healthz` ok")
-    with_sa = Kind("kwokctl, until `default` ServiceAccount", "(same)", "`default` ServiceAccount exists")
     workdir = root / "kwok"
     # kwokctl runs the first kubectl on PATH (runtime/cluster_tools.go): ours, not whatever else is there.
     env = {**os.environ, "KWOK_WORKDIR": str(workdir), "KWOK_KUBECTL_BINARY": str(bins.path("kubectl")),
            "PATH": f"{bins.dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    for i in range(runs):
-        name = f"bench-{i}"
-        argv = [str(kwokctl), "create", "cluster", "--name", name, "--runtime", "binary", "--wait", "2m",
-                "--kubeconfig", str(root / "kwok.kubeconfig"),
-                f"--etcd-binary={bins.path('etcd')}",
-                f"--kube-apiserver-binary={bins.path('kube-apiserver')}",
-                f"--kube-controller-manager-binary={bins.path('kube-controller-manager')}",
-                f"--kube-scheduler-binary={bins.path('kube-scheduler')}",
-                f"--kwok-controller-binary={bins.path('kwok')}"]
-        started = time.monotonic()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-        returned.times.append(time.monotonic() - started)
-        cluster_dir = workdir / "clusters" / name
-        try:
-            if done.returncode != 0 or "Cluster is ready" not in done.stderr + done.stdout:
-                raise RuntimeError(f"kwokctl create cluster failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            if "Download" in done.stderr + done.stdout:
-                raise RuntimeError(f"kwokctl downloaded something:\n{done.stderr[-3000:]}")
-            _wait_default_service_account(cluster_dir / "kubeconfig.yaml")
-            with_sa.times.append(time.monotonic() - started)
-            time.sleep(settle)
-            returned.rss_mib.append(rss_mib(_kwokctl_pids(cluster_dir)))
-        finally:
-            subprocess.run([str(kwokctl), "delete", "cluster", "--name", name], env=env,
-                           capture_output=True, timeout=120, check=False)
-        log(f"[bench]   kwokctl #{i + 1}: returned {returned.times[-1]:.2f} s, "
-            f"default ServiceAccount {with_sa.times[-1]:.2f} s")
+    name = f"bench-{i}"
+    argv = [str(kwokctl), "create", "cluster", "--name", name, "--runtime", "binary", "--wait", "2m",
+            "--kubeconfig", str(root / "kwok.kubeconfig"),
+            f"--etcd-binary={bins.path('etcd')}",
+            f"--kube-apiserver-binary={bins.path('kube-apiserver')}",
+            f"--kube-controller-manager-binary={bins.path('kube-controller-manager')}",
+            f"--kube-scheduler-binary={bins.path('kube-scheduler')}",
+            f"--kwok-controller-binary={bins.path('kwok')}"]
+    started = time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    returned.times.append(time.monotonic() - started)
+    cluster_dir = workdir / "clusters" / name
+    try:
+        if done.returncode != 0 or "Cluster is ready" not in done.stderr + done.stdout:
+            raise RuntimeError(f"kwokctl create cluster failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        if "Download" in done.stderr + done.stdout:
+            raise RuntimeError(f"kwokctl downloaded something:\n{done.stderr[-3000:]}")
+        _wait_default_service_account(cluster_dir / "kubeconfig.yaml")
+        with_sa.times.append(time.monotonic() - started)
+        time.sleep(settle)
+        returned.rss_mib.append(rss_mib(_kwokctl_pids(cluster_dir)))
+    finally:
+        subprocess.run([str(kwokctl), "delete", "cluster", "--name", name], env=env,
+                       capture_output=True, timeout=120, check=False)
+    log(f"[bench]   kwokctl #{i + 1}: returned {returned.times[-1]:.2f} s, "
+        f"default ServiceAccount {with_sa.times[-1]:.2f} s")
     with_sa.rss_mib = returned.rss_mib
-    return returned, with_sa
 
 
 def _kwokctl_pids(cluster_dir: Path) -> list[int]:
@@ -201,50 +193,47 @@ def _wait_default_service_account(kubeconfig: Path, timeout: float = 60.0) -> No
 # -- envtest-style --------------------------------------------------------------------------
 
 
-def bench_envtest(runs: int, settle: float, root: Path, log: Log) -> Kind:
+def bench_envtest(i: int, kind: Kind, settle: float, root: Path, log: Log) -> None:
     """etcd, wait for ``/health``; kube-apiserver, wait for ``/readyz`` (envtest polls every 100 ms)."""
     import ssl
 
     from operatorlab.cluster import binaries, pki, process
 
     bins = binaries.find()
-    kind = Kind("envtest-style (controller-runtime envtest)", "etcd, kube-apiserver", "`/readyz` ok")
-    for i in range(runs):
-        d = root / f"envtest-{i}"
-        pids: list[int] = []
-        started = time.monotonic()
-        try:
-            keys = pki.create(d / "pki")
-            etcd_port, peer_port, api_port = process.free_port(), process.free_port(), process.free_port()
-            pids.append(process.spawn([
-                str(bins.path("etcd")), "--data-dir", str(d / "etcd"),
-                "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-                "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-                "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-                "--unsafe-no-fsync=true"], d / "etcd.log"))
-            etcd_health = f"http://127.0.0.1:{etcd_port}/health"
-            _poll(lambda url=etcd_health: json.loads(_get(url)).get("health") == "true")
-            pids.append(process.spawn([
-                str(bins.path("kube-apiserver")), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-                "--bind-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={d / 'apiserver'}",
-                f"--tls-cert-file={keys.cert('apiserver')}", f"--tls-private-key-file={keys.key('apiserver')}",
-                f"--client-ca-file={keys.ca}", "--service-cluster-ip-range=10.0.0.0/24",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={keys.sa_pub}", f"--service-account-signing-key-file={keys.sa_key}",
-                "--authorization-mode=RBAC", "--allow-privileged=true"], d / "kube-apiserver.log"))
-            tls = ssl.create_default_context(cafile=str(keys.ca))
-            tls.load_cert_chain(str(keys.cert("admin")), str(keys.key("admin")))
-            readyz = f"https://127.0.0.1:{api_port}/readyz"
-            _poll(lambda url=readyz, tls=tls: _get(url, context=tls) == "ok")
-            kind.times.append(time.monotonic() - started)
-            time.sleep(settle)
-            kind.rss_mib.append(rss_mib(pids))
-        finally:
-            for pid in reversed(pids):
-                process.stop(pid, sig=signal.SIGTERM)
-            shutil.rmtree(d, ignore_errors=True)
-        log(f"[bench]   envtest-style #{i + 1}: {kind.times[-1]:.2f} s")
-    return kind
+    d = root / f"envtest-{i}"
+    pids: list[int] = []
+    started = time.monotonic()
+    try:
+        keys = pki.create(d / "pki")
+        etcd_port, peer_port, api_port = process.free_port(), process.free_port(), process.free_port()
+        pids.append(process.spawn([
+            str(bins.path("etcd")), "--data-dir", str(d / "etcd"),
+            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--unsafe-no-fsync=true"], d / "etcd.log"))
+        etcd_health = f"http://127.0.0.1:{etcd_port}/health"
+        _poll(lambda url=etcd_health: json.loads(_get(url)).get("health") == "true")
+        pids.append(process.spawn([
+            str(bins.path("kube-apiserver")), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--bind-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={d / 'apiserver'}",
+            f"--tls-cert-file={keys.cert('apiserver')}", f"--tls-private-key-file={keys.key('apiserver')}",
+            f"--client-ca-file={keys.ca}", "--service-cluster-ip-range=10.0.0.0/24",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={keys.sa_pub}", f"--service-account-signing-key-file={keys.sa_key}",
+            "--authorization-mode=RBAC", "--allow-privileged=true"], d / "kube-apiserver.log"))
+        tls = ssl.create_default_context(cafile=str(keys.ca))
+        tls.load_cert_chain(str(keys.cert("admin")), str(keys.key("admin")))
+        readyz = f"https://127.0.0.1:{api_port}/readyz"
+        _poll(lambda url=readyz, tls=tls: _get(url, context=tls) == "ok")
+        kind.times.append(time.monotonic() - started)
+        time.sleep(settle)
+        kind.rss_mib.append(rss_mib(pids))
+    finally:
+        for pid in reversed(pids):
+            process.stop(pid, sig=signal.SIGTERM)
+        shutil.rmtree(d, ignore_errors=True)
+    log(f"[bench]   envtest-style #{i + 1}: {kind.times[-1]:.2f} s")
 
 
 def _get(url: str, *, context=None) -> str:
@@ -273,13 +262,23 @@ def run(runs: int = 3, *, settle: float = 5.0, log: Log = print) -> Results:
 
     from bench.__main__ import _machine
 
+    cold = Kind("ours, cold (fresh PKI + etcd)", "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, "
+                "kwok", "all healthy, 1 Node Ready, `default` ServiceAccount")
+    warm = Kind("ours, warm (already running)", "(reuses the running ones)", "`/readyz` ok")
+    returned = Kind("kwokctl create cluster --runtime binary --wait", "etcd, kube-apiserver, "
+                    "kube-controller-manager, kube-scheduler, kwok-controller", "kwokctl returns: `/healthz` ok")
+    with_sa = Kind("kwokctl, until `default` ServiceAccount", "(same)", "`default` ServiceAccount exists")
+    envtest = Kind("envtest-style (controller-runtime envtest)", "etcd, kube-apiserver", "`/readyz` ok")
+    steps: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="operatorlab-bench-start-") as tmp:
         root = Path(tmp)
-        log(f"[bench] cluster start x{runs}: ours (cold, warm), kwokctl, envtest-style...")
-        cold, warm, steps = bench_ours(runs, settle, root, log)
-        kwok_returned, kwok_sa = bench_kwokctl(runs, settle, root, log)
-        envtest = bench_envtest(runs, settle, root, log)
-    return Results([cold, warm, kwok_returned, kwok_sa, envtest], steps, versions(), _machine(),
+        log(f"[bench] cluster start x{runs}, in rounds of ours (cold, warm), kwokctl, envtest-style...")
+        # Round by round, so a change in the machine's load falls on every kind alike.
+        for i in range(runs):
+            bench_ours(cold, warm, steps, settle, root, log)
+            bench_kwokctl(i, returned, with_sa, settle, root, log)
+            bench_envtest(i, envtest, settle, root, log)
+    return Results([cold, warm, returned, with_sa, envtest], steps, versions(), _machine(),
                    time.strftime("%Y-%m-%d %H:%M"))
 
 
@@ -295,8 +294,9 @@ def versions() -> dict[str, str]:
     return {
         "Kubernetes": binaries.kubernetes_version(),
         "etcd": first_line([str(bins.path("etcd")), "--version"]).split()[-1],
-        "kwok": first_line([str(bins.path("kwok")), "--version"]),
-        "kwokctl": first_line([str(kwokctl_path()), "--version"]),
+        # "kwok version v0.8.0 go1.26.8 (linux/amd64)": the third word
+        "kwok": first_line([str(bins.path("kwok")), "--version"]).split()[2],
+        "kwokctl": first_line([str(kwokctl_path()), "--version"]).split()[2],
     }
 
 
@@ -314,15 +314,16 @@ def markdown(results: Results, figure: str = "cluster-start.png") -> str:
     return (
         f"{HEADING}\n\n"
         f"{results.date}, {results.machine}; Kubernetes {v['Kubernetes']}, etcd {v['etcd']}, "
-        f"{v['kwok']}, {v['kwokctl']}. Same machine, same cached binaries, one start after another; "
+        f"kwok {v['kwok']}, kwokctl {v['kwokctl']}. Same machine, same cached binaries, one start after "
+        "another, in rounds (ours, kwokctl, envtest-style) so that the machine's load falls on each alike; "
         "RSS: sum over the start's control-plane processes, a few seconds after ready. "
         "Ratio: median time over ours (cold).\n\n"
         "| start | components | ready means | median time | ratio to ours | RSS |\n|---|---|---|---|---|---|\n"
         f"{rows}\n\n"
         "Ours, cold, step by step: seconds from the start of `up()` until each step was done "
-        "(`LocalCluster.steps`). etcd starts while the PKI is made, the apiserver without waiting for "
-        "etcd; once the apiserver is ready the other three start together with the Nodes created, "
-        "and their waits overlap.\n\n"
+        "(`LocalCluster.steps`). etcd starts while the PKI is made, the apiserver as soon as etcd "
+        "accepts connections; once the apiserver is ready the other three start together with the "
+        "Nodes created, and their waits overlap.\n\n"
         "| step | done at (median) | each run |\n|---|---|---|\n"
         f"{step_rows}\n\n"
         f"![Cluster start]({figure})\n")
@@ -334,7 +335,7 @@ def plot(results: Results, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
     kinds = list(reversed(results.kinds))
     ax.barh([k.name for k in kinds], [k.median for k in kinds], color="#326ce5")
     for y, k in enumerate(kinds):
@@ -342,8 +343,8 @@ def plot(results: Results, path: Path) -> None:
         ax.text(k.median, y, f" {k.median:.2f} s", va="center", fontsize=8)
     ax.set_xlabel("time to ready (s); bar: median, ticks: each run")
     v = results.versions
-    ax.set_title(f"Cluster start: {results.machine}, Kubernetes {v['Kubernetes']}, etcd {v['etcd']}, "
-                 f"{v['kwok']} ({results.date})", fontsize=8)
+    ax.set_title(f"Cluster start, {results.date}: {results.machine}\n"
+                 f"Kubernetes {v['Kubernetes']}, etcd {v['etcd']}, kwok and kwokctl {v['kwok']}", fontsize=9)
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

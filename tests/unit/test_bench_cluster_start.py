@@ -15,9 +15,8 @@ def _results() -> cluster_start.Results:
     ours = cluster_start.Kind("ours, cold", "etcd, kube-apiserver", "ready", [4.0, 5.0, 6.0], [500.0])
     kwokctl = cluster_start.Kind("kwokctl", "etcd, kube-apiserver", "healthz", [3.0, 4.0, 2.0], [450.0])
     steps = {"PKI and config files": [0.2, 0.3, 0.4], "kube-apiserver ready": [3.0, 3.5, 4.0]}
-    return cluster_start.Results([ours, kwokctl], steps,
-                                 {"Kubernetes": "v1.36.3", "etcd": "3.6.16", "kwok": "kwok v0.8.0",
-                                  "kwokctl": "kwokctl v0.8.0"}, "2 CPUs, 24 GiB", "2026-12-02 06:00")
+    versions = {"Kubernetes": "v1.36.3", "etcd": "3.6.16", "kwok": "v0.8.0", "kwokctl": "v0.8.0"}
+    return cluster_start.Results([ours, kwokctl], steps, versions, "2 CPUs, 24 GiB", "2026-12-02 06:00")
 
 
 def test_table_has_medians_and_ratio_to_ours() -> None:
@@ -25,7 +24,7 @@ def test_table_has_medians_and_ratio_to_ours() -> None:
     assert "| ours, cold | etcd, kube-apiserver | ready | 5.00 s (n=3: 4.00, 5.00, 6.00) | 1.00x | 500 MiB |" in text
     assert "| kwokctl | etcd, kube-apiserver | healthz | 3.00 s (n=3: 3.00, 4.00, 2.00) | 0.60x | 450 MiB |" in text
     assert "| kube-apiserver ready | 3.50 s |" in text
-    assert "2 CPUs, 24 GiB; Kubernetes v1.36.3, etcd 3.6.16" in text
+    assert "2 CPUs, 24 GiB; Kubernetes v1.36.3, etcd 3.6.16, kwok v0.8.0, kwokctl v0.8.0." in text
 
 
 def test_section_goes_before_the_controllers_section_and_replaces_itself(tmp_path: Path) -> None:
