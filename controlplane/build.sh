@@ -9,6 +9,9 @@
 #
 # Usage: build.sh            every binary (what the local cluster runs)
 #        build.sh kubectl    kubectl alone (what a cluster someone else runs needs; minutes)
+#        build.sh kwokctl    kwokctl from the same pinned kwok module, for `make bench` only
+#                            (compares cluster start with ours); into <cache>/<version>/bench/,
+#                            never among the binaries a cluster runs
 #
 # Environment:
 #   OPERATORLAB_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/operatorlab)
@@ -21,10 +24,10 @@ ETCD_VERSION=$(sed -n 's/^require go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\)$/\1/
 KWOK_VERSION=$(sed -n 's/^require sigs.k8s.io\/kwok \(v[0-9.]*\)$/\1/p' "$here/kwok/go.mod")
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
 only=${1:-}
-[[ -z "$only" || "$only" == kubectl ]] || { echo "usage: $0 [kubectl]" >&2; exit 2; }
-[[ -z "$only" ]] || BINARIES=(kubectl)
+[[ -z "$only" || "$only" == kubectl || "$only" == kwokctl ]] || { echo "usage: $0 [kubectl|kwokctl]" >&2; exit 2; }
+[[ -z "$only" ]] || BINARIES=("$only")
 
-if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+if [[ -n "${KUBEBUILDER_ASSETS:-}" && "$only" != kwokctl ]]; then
   for b in "${BINARIES[@]}"; do
     [[ -x "$KUBEBUILDER_ASSETS/$b" ]] || { echo "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS has no $b; unset it to build from source" >&2; exit 1; }
   done
@@ -33,6 +36,7 @@ fi
 
 cache=${OPERATORLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/operatorlab}
 out="$cache/$KUBE_VERSION/bin"
+[[ "$only" != kwokctl ]] || out="$cache/$KUBE_VERSION/bench"
 mkdir -p "$out"
 command -v go >/dev/null || { echo "error: Go is not installed. Install Go >= 1.26 (https://go.dev/doc/install), then re-run 'make setup'." >&2; exit 1; }
 
@@ -74,6 +78,14 @@ kube_version_ldflags() {
   echo "$ldf"
 }
 
+kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBE_VERSION"
+
+if [[ "$only" == kwokctl ]]; then
+  missing kwokctl && build kwok "kwokctl $KWOK_VERSION" "2-5 min" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwokctl
+  log "kwokctl ready in $out"
+  echo "$out"; exit 0
+fi
+
 if [[ "$only" == kubectl ]]; then
   missing kubectl && build kubernetes "kubectl $KUBE_VERSION" "3-8 min" "$(kube_version_ldflags)" \
     k8s.io/kubernetes/cmd/kubectl
@@ -85,9 +97,7 @@ if missing etcd; then
   build etcd "etcd $ETCD_VERSION" "1-2 min" "-s -w" ./cmd/etcd
 fi
 if missing kwok; then
-  build kwok "kwok $KWOK_VERSION" "2-5 min" \
-    "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBE_VERSION" \
-    sigs.k8s.io/kwok/cmd/kwok
+  build kwok "kwok $KWOK_VERSION" "2-5 min" "$kwok_ldflags" sigs.k8s.io/kwok/cmd/kwok
 fi
 if missing kube-apiserver kube-controller-manager kube-scheduler kubectl; then
   build kubernetes "kubernetes $KUBE_VERSION" "10-25 min" "$(kube_version_ldflags)" \

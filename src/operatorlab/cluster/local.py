@@ -7,6 +7,11 @@ state under one directory (``<cache>/clusters/<name>/``)::
                            ├──► kube-scheduler            (binds Pods to Nodes)
                            └──► kwok                      (plays kubelet: simulated Nodes, Pods become Running)
 
+Each waits only for what it needs, and the waits overlap (``make bench`` times each
+step, :attr:`LocalCluster.steps`): etcd starts while the PKI is made, the apiserver as
+soon as etcd accepts connections, and the other three together with the Nodes once
+the apiserver is ready, which is when RBAC lets them in under their own identities.
+
 Why our own small supervisor rather than ``kwokctl --runtime binary``: kwokctl
 downloads any binary it is not told about, keeps its own state layout and
 parses each binary's ``--version`` to pick flags; here every flag is visible in
@@ -20,12 +25,15 @@ kubeadm's static-pod manifests and kwokctl's binary runtime
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import socket
 import ssl
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +53,15 @@ _PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kub
 
 #: Components a lab may stop and start on its own (the rest hold the cluster up).
 RESTARTABLE = ("kube-controller-manager", "kube-scheduler", "kwok")
+
+@dataclass(frozen=True)
+class _Wait:
+    """One condition :meth:`LocalCluster.up` waits for, and the component to blame if it never holds."""
+
+    name: str
+    component: str
+    holds: Callable[[], bool]
+
 
 @dataclass
 class _State:
@@ -75,6 +92,10 @@ class LocalCluster:
         self.pki = pki.Pki(self.dir / "pki")
         self._state_file = self.dir / "state.json"
         self._state = self._load_state()
+        #: Seconds from the start of the last :meth:`up` to the end of each of its steps, in
+        #: order (``make bench`` reports them); empty when that ``up`` found the cluster running.
+        self.steps: dict[str, float] = {}
+        self._tls: tuple[tuple[int, ...], ssl.SSLContext] | None = None
 
     # -- public API ---------------------------------------------------------------
 
@@ -89,6 +110,11 @@ class LocalCluster:
                 (the message includes the tail of its log and the log's path).
         """
         started = time.monotonic()
+        self.steps = {}
+
+        def step(name: str) -> None:
+            self.steps[name] = time.monotonic() - started
+
         self._renew_outdated_certificates(log=log)
         if self.is_up():
             log(f"cluster {self.name!r} is already up: {self.server}")
@@ -104,24 +130,42 @@ class LocalCluster:
                     log("  the previous ports are taken: using new ones (reload kubeconfig in running clients)")
                 ports = {k: process.free_port() for k in _PORTS}
             self._state = _State(ports=ports, bin_dir=str(bins.dir), advertise_address=_advertise_address())
+        log(f"starting cluster {self.name!r} in {self.dir}")
+        # etcd needs no certificate (plain HTTP on loopback): it starts while the PKI is made.
+        if "etcd" not in running:
+            self._spawn("etcd")
+        if not running:
             extra = (self._state.advertise_address,) if self._state.advertise_address else ()
             pki.create(self.pki.dir, extra_ips=extra)
             self._write_config_files(bins)
-        log(f"starting cluster {self.name!r} in {self.dir}")
-        for component in COMPONENTS:
-            if component not in running:
-                self._start(component, log=log, timeout=wait_timeout)
-            if component == "kube-apiserver":
-                # Everything after the apiserver only needs it; start them without serial waits.
-                rest = [c for c in COMPONENTS[2:] if c not in running]
-                for c in rest:
-                    self._spawn(c)
-                for c in rest:
-                    self._wait_healthy(c, timeout=wait_timeout)
-                    log(f"  {c:<24} ready (pid {self._state.pids[c]}, port {self._state.ports[c]})")
-                break
-        self._ensure_nodes(log=log, timeout=wait_timeout)
-        self._wait_default_service_account(timeout=wait_timeout)
+        step("PKI and config files")
+        # The apiserver as soon as etcd accepts connections, not once etcd reports healthy. Not
+        # before: its etcd client backs off about a second after a refused connection (gRPC's
+        # base delay), which costs more than the wait.
+        self._wait_all([_Wait("etcd accepts", "etcd", functools.partial(_accepts, self._state.ports["etcd"]))],
+                       alive=COMPONENTS[:1], step=step, timeout=wait_timeout)
+        if "kube-apiserver" not in running:
+            self._spawn("kube-apiserver")
+        self._wait_all([
+            _Wait("etcd healthy", "etcd", lambda: self._healthy("etcd")),
+            _Wait("kube-apiserver ready", "kube-apiserver", lambda: self._healthy("kube-apiserver")),
+        ], alive=COMPONENTS[:2], step=step, timeout=wait_timeout)
+        # The others authenticate as themselves, which RBAC allows only once the apiserver's
+        # bootstrap roles exist (part of /readyz): start them now, all at once, and make the
+        # Nodes right away, so kwok finds them as soon as it watches.
+        rest = [c for c in COMPONENTS[2:] if c not in running]
+        for c in rest:
+            self._spawn(c)
+        names = [f"kwok-node-{i}" for i in range(self.nodes)]
+        self._create_nodes(names)
+        self._wait_all([
+            *[_Wait(f"{c} healthy", c, functools.partial(self._healthy, c)) for c in rest],
+            _Wait("nodes Ready", "kwok", lambda: self._nodes_ready(names)),
+            _Wait("default ServiceAccount", "kube-controller-manager", self._default_service_account),
+        ], alive=COMPONENTS, step=step, timeout=wait_timeout)
+        for c in COMPONENTS:
+            log(f"  {c:<24} ready (pid {self._state.pids[c]}, port {self._state.ports[c]})")
+        log(f"  {len(names)} simulated node(s) Ready: {', '.join(names)}")
         log(f"cluster {self.name!r} up in {time.monotonic() - started:.1f}s: {self.server}")
         log(f"  export KUBECONFIG={self.kubeconfig}")
         return self
@@ -329,48 +373,68 @@ class LocalCluster:
         log(f"re-issued {len(found)} certificates of cluster {self.name!r} that strict TLS clients "
             f"(Python 3.13+) refuse ({pki.describe(found)}); restarting what uses them, etcd data and all keys kept")
 
-    def _ensure_nodes(self, *, log: Log, timeout: float) -> None:
-        """Create the simulated Nodes kwok manages and wait until kwok reports them Ready."""
-        from kubernetes import client  # imported late: `cluster status` needs no client
+    def _wait_all(self, waits: list[_Wait], *, alive: tuple[str, ...], step: Callable[[str], None],
+                  timeout: float) -> None:
+        """Poll every pending condition every 0.1 s until all hold, recording when each did.
 
-        core = client.CoreV1Api(self._api_client())
-        names = [f"kwok-node-{i}" for i in range(self.nodes)]
+        The conditions progress in parallel (separate processes), so waiting for them
+        together costs the slowest one, not their sum. Fails at once when a component in
+        ``alive`` exits, with the tail of its log.
+        """
+        pending = list(waits)
+        deadline = time.monotonic() + timeout
+        while pending:
+            for c in alive:
+                if not self._running(c):
+                    raise ClusterError(self._failure(c, "exited during startup"))
+            for wait in list(pending):
+                if wait.holds():
+                    pending.remove(wait)
+                    step(wait.name)
+            if pending and time.monotonic() > deadline:
+                raise ClusterError(self._failure(pending[0].component, f"{pending[0].name}: not after {timeout:.0f}s"))
+            if pending:
+                # As often as envtest polls; faster only adds TLS handshakes to a starting apiserver.
+                time.sleep(0.1)
+
+    def _create_nodes(self, names: list[str]) -> None:
+        """Create the simulated Nodes kwok manages (a 409 means one exists from an earlier run)."""
         for name in names:
             try:
-                core.create_node(_node_manifest(name))
-            except client.ApiException as e:
-                if e.status != 409:  # 409: it exists from an earlier run, which is fine
+                self._request("POST", "/api/v1/nodes", _node_manifest(name))
+            except urllib.error.HTTPError as e:
+                if e.code != 409:
                     raise
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready = [n.metadata.name for n in core.list_node().items
-                     if n.metadata and n.metadata.name in names and _node_ready(n)]
-            if len(ready) == len(names):
-                log(f"  {len(names)} simulated node(s) Ready: {', '.join(names)}")
-                return
-            time.sleep(0.5)
-        raise ClusterError(self._failure("kwok", f"did not make nodes {names} Ready in {timeout:.0f}s"))
 
-    def _wait_default_service_account(self, *, timeout: float) -> None:
+    def _nodes_ready(self, names: list[str]) -> bool:
+        """kwok has set every Node in ``names`` Ready (as a kubelet would)."""
+        try:
+            items = json.loads(self._request("GET", "/api/v1/nodes"))["items"]
+        except (OSError, ValueError, KeyError):
+            return False
+        ready = {n["metadata"]["name"] for n in items if _node_ready(n)}
+        return all(name in ready for name in names)
+
+    def _default_service_account(self) -> bool:
         """Pods are refused until the ServiceAccount controller made ``default/default``."""
-        from kubernetes import client
+        try:
+            self._request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return False
+            raise
+        except OSError:
+            return False
+        return True
 
-        core = client.CoreV1Api(self._api_client())
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                core.read_namespaced_service_account("default", "default")
-                return
-            except client.ApiException as e:
-                if e.status != 404:
-                    raise
-            time.sleep(0.25)
-        raise ClusterError(self._failure("kube-controller-manager", "made no default ServiceAccount"))
-
-    def _api_client(self):
-        from kubernetes import config
-
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+    def _request(self, method: str, path: str, body: Any = None) -> str:
+        """One request to the apiserver as the admin, in plain HTTP: ``up`` needs three kinds
+        only, and importing the kubernetes client costs seconds of CPU on a busy machine."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.server}{path}", data=data, method=method,  # noqa: S310 (https)
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=self._admin_tls(), timeout=5) as response:  # noqa: S310
+            return response.read().decode()
 
     def _write_config_files(self, bins: binaries_mod.Binaries) -> None:
         comp = self.dir / "components"
@@ -395,9 +459,14 @@ class LocalCluster:
         return self.dir / "logs" / f"{component}.log"
 
     def _admin_tls(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(cafile=str(self.pki.ca))
-        ctx.load_cert_chain(str(self.pki.cert("admin")), str(self.pki.key("admin")))
-        return ctx
+        """The admin's TLS context, made again only when the PKI files changed (``up`` polls with it)."""
+        files = (self.pki.ca, self.pki.cert("admin"), self.pki.key("admin"))
+        key = tuple(f.stat().st_mtime_ns for f in files)
+        if self._tls is None or self._tls[0] != key:
+            ctx = ssl.create_default_context(cafile=str(files[0]))
+            ctx.load_cert_chain(str(files[1]), str(files[2]))
+            self._tls = (key, ctx)
+        return self._tls[1]
 
     def _check_restartable(self, name: str) -> None:
         if name not in RESTARTABLE:
@@ -419,6 +488,15 @@ class LocalCluster:
 def _get(url: str, *, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> str:
     with urllib.request.urlopen(url, context=context, timeout=timeout) as response:  # noqa: S310 (loopback)
         return response.read().decode()
+
+
+def _accepts(port: int) -> bool:
+    """Something accepts TCP connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _advertise_address() -> str | None:
@@ -459,5 +537,6 @@ status:
 """)
 
 
-def _node_ready(node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+def _node_ready(node: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in node.get("status", {}).get("conditions") or [])
