@@ -7,12 +7,16 @@ Measures, on a private cluster named ``bench`` (deleted afterwards):
 - Tenant create → namespace observed latency through the kopf Tenant operator, timed by
   a watch on namespaces (the moment the API server reports ADDED);
 - API requests of the hand-written controllers (polling vs informer) at 10/100/1,000
-  Tenants: ``bench/controllers.py``, appended as its own section.
+  Tenants: ``bench/controllers.py``, appended as its own section;
+- 1,000 Tenants created at once, four implementations side by side (kopf, lesson 03's
+  informer, the kubernetes client's informer, a Go controller-runtime reference):
+  ``bench/scale.py``, its own section and ``bench/results/tenants-at-scale.png``.
 
 Writes ``bench/results/latest.md`` (a table) and ``bench/results/tenant-latency.png``.
 Control-plane build times come from ``controlplane/build.sh``'s own log, not from here.
 
-Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--ups N]``).
+Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--ups N]``); the scale
+part alone: ``.venv/bin/python -m bench --only scale --tenants 1000``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import statistics
 import threading
 import time
 from pathlib import Path
+
+from bench import scale
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -118,10 +124,23 @@ def plot(latencies: list[float], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--ups", type=int, default=3, help="cold cluster starts to time (default 3)")
-    parser.add_argument("--tenants", type=int, default=30, help="Tenants to time (default 30)")
+    parser.add_argument("--tenants", type=int, default=None,
+                        help="Tenants to time (default 30); with --only scale: the scale part's size (default 1000)")
     parser.add_argument("--controller-tenants", default="10,100,1000",
                         help="Tenant counts for the controllers' API requests (default 10,100,1000)")
+    parser.add_argument("--only", choices=["scale"], help="run only this part (--tenants is then its size)")
+    parser.add_argument("--scale-tenants", type=int, default=1000, help="Tenants of the scale part (default 1000)")
+    parser.add_argument("--implementations", default=",".join(scale.IMPLEMENTATIONS),
+                        help="scale part: which implementations, in order (default all four)")
+    parser.add_argument("--steady", type=float, default=60.0,
+                        help="scale part: seconds of steady state to count writes over (default 60)")
+    parser.add_argument("--before", type=Path,
+                        help="scale part: a JSON of an earlier run (kopf before tuning) to show beside this one")
     args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    if args.only == "scale":
+        run_scale(args.tenants or args.scale_tenants, args)
+        return
     from operatorlab.cluster import LocalCluster
 
     RESULTS.mkdir(exist_ok=True)
@@ -129,8 +148,9 @@ def main() -> None:
     cold, reuse, memory = bench_cluster_up(args.ups)
     cluster = LocalCluster("bench")
     try:
-        print(f"[bench] Tenant create -> namespace latency x{args.tenants}...", flush=True)
-        latencies = bench_tenant_latency(cluster, args.tenants)
+        latency_tenants = args.tenants or 30
+        print(f"[bench] Tenant create -> namespace latency x{latency_tenants}...", flush=True)
+        latencies = bench_tenant_latency(cluster, latency_tenants)
         from kubernetes import config
 
         from bench import controllers
@@ -159,7 +179,21 @@ def main() -> None:
     section = controllers.markdown(controller_rows)
     controllers.write_section(section)
     print(section)
+    run_scale(args.scale_tenants, args)
     print(f"[bench] written to {RESULTS / 'latest.md'}")
+
+
+def run_scale(tenants: int, args: argparse.Namespace) -> None:
+    """The scale part (``bench/scale.py``): run, save the raw numbers, write the section and figure."""
+    names = [n for n in args.implementations.split(",") if n]
+    print(f"[bench] scale: {tenants} Tenants at once, {', '.join(names)}...", flush=True)
+    results = scale.run(names, tenants, steady=args.steady, save_to=RESULTS / f"scale-{tenants}.json",
+                        log=lambda line: print(line, flush=True))
+    before = [r for r in scale.load(args.before) if r.name == "kopf"] if args.before else []
+    scale.plot(results, RESULTS / "tenants-at-scale.png", before=before)
+    section = scale.markdown(results, machine=_machine(), before=before)
+    scale.write_section(section)
+    print(section)
 
 
 def _machine() -> str:
