@@ -11,13 +11,17 @@ Measures, on a private cluster named ``bench`` (deleted afterwards):
   Tenants: ``bench/controllers.py``, appended as its own section;
 - cluster start side by side, ours vs ``kwokctl`` vs an envtest-style start, with our
   start's steps: ``bench/cluster_start.py``, its own section and ``cluster-start.png``
-  (builds kwokctl from the pinned kwok module first, if missing).
+  (builds kwokctl from the pinned kwok module first, if missing);
+- 1,000 Tenants created at once, four implementations side by side (kopf, lesson 03's
+  informer, the kubernetes client's informer, a Go controller-runtime reference):
+  ``bench/scale.py``, its own section and ``bench/results/tenants-at-scale.png``.
 
 Writes ``bench/results/latest.md`` (a table) and ``bench/results/tenant-latency.png``.
 Control-plane build times come from ``controlplane/build.sh``'s own log, not from here.
 
-Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--start-runs N]``); the cluster
-start alone: ``.venv/bin/python -m bench --only cluster [--start-runs N]``.
+Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--start-runs N]``); one part
+alone: ``.venv/bin/python -m bench --only cluster [--start-runs N]`` (the cluster start) or
+``.venv/bin/python -m bench --only scale --tenants 1000`` (Tenants at scale).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from bench import scale
 
 if TYPE_CHECKING:
     from operatorlab.cluster import LocalCluster
@@ -119,17 +125,29 @@ def plot(latencies: list[float], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--tenants", type=int, default=30, help="Tenants to time (default 30)")
+    parser.add_argument("--tenants", type=int, default=None,
+                        help="Tenants to time (default 30); with --only scale: the scale part's size (default 1000)")
     parser.add_argument("--controller-tenants", default="10,100,1000",
                         help="Tenant counts for the controllers' API requests (default 10,100,1000)")
     parser.add_argument("--start-runs", type=int, default=3,
                         help="starts of each kind to time: ours cold and warm, kwokctl, envtest-style (default 3)")
-    parser.add_argument("--only", choices=["cluster"],
-                        help="cluster: only the cluster-start comparison (ours, kwokctl, envtest-style)")
+    parser.add_argument("--only", choices=["cluster", "scale"],
+                        help="cluster: only the cluster-start comparison (ours, kwokctl, envtest-style); "
+                             "scale: only Tenants at scale (--tenants is then its size)")
+    parser.add_argument("--scale-tenants", type=int, default=1000, help="Tenants of the scale part (default 1000)")
+    parser.add_argument("--implementations", default=",".join(scale.IMPLEMENTATIONS),
+                        help="scale part: which implementations, in order (default all four)")
+    parser.add_argument("--steady", type=float, default=60.0,
+                        help="scale part: seconds of steady state to count writes over (default 60)")
+    parser.add_argument("--before", type=Path,
+                        help="scale part: a JSON of an earlier run (kopf before tuning) to show beside this one")
     args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    if args.only == "scale":
+        run_scale(args.tenants or args.scale_tenants, args)
+        return
     from bench import cluster_start
 
-    RESULTS.mkdir(exist_ok=True)
     start_results = cluster_start.run(args.start_runs, log=lambda line: print(line, flush=True))
     cluster_start.plot(start_results, RESULTS / "cluster-start.png")
     start_section = cluster_start.markdown(start_results)
@@ -142,8 +160,9 @@ def main() -> None:
     print("[bench] memory of each component, idle after start-up...", flush=True)
     cluster, memory = bench_memory()
     try:
-        print(f"[bench] Tenant create -> namespace latency x{args.tenants}...", flush=True)
-        latencies = bench_tenant_latency(cluster, args.tenants)
+        latency_tenants = args.tenants or 30
+        print(f"[bench] Tenant create -> namespace latency x{latency_tenants}...", flush=True)
+        latencies = bench_tenant_latency(cluster, latency_tenants)
         from kubernetes import config
 
         from bench import controllers
@@ -173,7 +192,21 @@ def main() -> None:
     controllers.write_section(section)
     print(section)
     cluster_start.write_section(start_section)
+    run_scale(args.scale_tenants, args)
     print(f"[bench] written to {RESULTS / 'latest.md'}")
+
+
+def run_scale(tenants: int, args: argparse.Namespace) -> None:
+    """The scale part (``bench/scale.py``): run, save the raw numbers, write the section and figure."""
+    names = [n for n in args.implementations.split(",") if n]
+    print(f"[bench] scale: {tenants} Tenants at once, {', '.join(names)}...", flush=True)
+    results = scale.run(names, tenants, steady=args.steady, save_to=RESULTS / f"scale-{tenants}.json",
+                        log=lambda line: print(line, flush=True))
+    before = [r for r in scale.load(args.before) if r.name == "kopf"] if args.before else []
+    scale.plot(results, RESULTS / "tenants-at-scale.png", before=before)
+    section = scale.markdown(results, machine=_machine(), before=before)
+    scale.write_section(section)
+    print(section)
 
 
 def _machine() -> str:

@@ -162,12 +162,14 @@ class OperatorProcess:
         log_path: where its output goes (default: a fresh file under the cache).
         attached: die with this interpreter (True) or outlive it (False).
         identity: the process a previous command started with this configuration.
+        verbose: kopf's debug log (the default; tests and labs read it); ``False`` for a
+            benchmark, where writing it would be part of what is measured.
     """
 
     def __init__(self, path: str | Path, *, kubeconfig: str | Path | None = None, namespaces: Sequence[str] = (),
                  peering: str | None = None, env: Mapping[str, str] | None = None, env_file: Path | None = None,
                  extra_args: Sequence[str] = (), log_path: Path | None = None, attached: bool = True,
-                 identity: process.Identity | None = None) -> None:
+                 identity: process.Identity | None = None, verbose: bool = True) -> None:
         self.path = Path(path)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.namespaces = tuple(namespaces)
@@ -179,6 +181,7 @@ class OperatorProcess:
                                      / f"{self.path.stem}-{os.getpid()}-{id(self):x}.log")
         self.attached = attached
         self.identity = identity
+        self.verbose = verbose
         self.liveness_port: int | None = None
 
     @property
@@ -223,7 +226,7 @@ class OperatorProcess:
         if self.kubeconfig:
             env["KUBECONFIG"] = str(self.kubeconfig)
         argv = kopf_argv(self.path, namespaces=self.namespaces, liveness_port=self.liveness_port,
-                         peering=self.peering, extra=self.extra_args)
+                         peering=self.peering, verbose=self.verbose, extra=self.extra_args)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a") as f:
             f.write(f"\n=== start {time.strftime('%H:%M:%S')}: {' '.join(argv)}\n")
