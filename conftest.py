@@ -93,8 +93,8 @@ def _hand_out_order(items: list[pytest.Item]) -> Callable[[pytest.Item], tuple[i
     """The order xdist hands the tests out in (``--no-loadscope-reorder`` keeps it): longest first.
 
     A worker takes a whole xdist group at once, so a long group handed out last runs
-    alone at the end while the other workers sit idle. First the tests marked ``long``
-    (a nested ``make test``, an image build: minutes in one test), then the groups,
+    alone at the end while the other workers sit idle; so does a long single test. First
+    the tests marked ``long`` (half a minute or more in one test), then the groups,
     largest first, then the single tests, which fill the gaps. Stable: within each,
     collection order.
     """

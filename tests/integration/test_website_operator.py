@@ -345,6 +345,7 @@ def _service_snapshot(core, namespace: str, name: str) -> dict:
             "ownerReferences": svc.metadata.owner_references, "resourceVersion": svc.metadata.resource_version}
 
 
+@pytest.mark.long  # two garbage-collector waits
 def test_a_foreign_service_survives_create_update_and_delete_of_the_website(operator, custom, core, apps, namespace):
     _user_service(core, namespace, "mine")
     before = _service_snapshot(core, namespace, "mine")
@@ -408,6 +409,7 @@ def test_a_service_made_between_the_read_and_the_create_is_not_taken_over(api_cl
     assert [r.uid for r in deployment.metadata.owner_references] == [owner["metadata"]["uid"]]
 
 
+@pytest.mark.long  # a garbage-collector wait
 def test_adoption_by_annotation_then_the_garbage_collector_removes_it_with_the_website(
         operator, custom, core, apps, namespace):
     _user_service(core, namespace, "adopt")
