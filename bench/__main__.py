@@ -34,19 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench import scale
+from bench.proc import status_mib
 
 if TYPE_CHECKING:
     from operatorlab.cluster import LocalCluster
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def rss_mib(pid: int) -> float:
-    """Resident set size of ``pid`` in MiB, from ``/proc/<pid>/status`` (VmRSS, kB)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def bench_memory() -> tuple[LocalCluster, dict[str, float]]:
@@ -57,7 +50,7 @@ def bench_memory() -> tuple[LocalCluster, dict[str, float]]:
     cluster.down(purge=True, log=lambda _: None)
     cluster.up(log=lambda _: None)
     time.sleep(10)  # let start-up allocations settle before reading memory
-    return cluster, {row.name: rss_mib(row.pid) for row in cluster.status() if row.pid}
+    return cluster, {row.name: status_mib(row.pid) for row in cluster.status() if row.pid}
 
 
 def bench_tenant_latency(cluster, count: int) -> list[float]:

@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.proc import status_mib
+
 RESULTS = Path(__file__).parent / "results"
 HEADING = "## Cluster start: ours, kwokctl, envtest-style"
 Log = Callable[[str], None]
@@ -70,15 +72,8 @@ class Results:
 
 
 def rss_mib(pids: list[int]) -> float:
-    """Sum of the resident set sizes of ``pids`` in MiB (``VmRSS``, kB, in ``/proc/<pid>/status``)."""
-    total = 0
-    for pid in pids:
-        try:
-            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-        except FileNotFoundError:
-            continue
-        total += next((int(line.split()[1]) for line in lines if line.startswith("VmRSS:")), 0)
-    return total / 1024
+    """Sum of the resident set sizes of ``pids`` in MiB."""
+    return sum(status_mib(pid) for pid in pids)
 
 
 def kwokctl_path() -> Path:

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.proc import status_mib
+
 IMPLEMENTATIONS = ("kopf", "handwritten", "official", "go")
 LABELS = {
     "kopf": "kopf Tenant operator",
@@ -177,13 +179,7 @@ def cpu_seconds(pid: int) -> float:
 
 def peak_rss_mib(pid: int) -> float:
     """``VmHWM`` (the peak resident set) of ``pid`` in MiB; 0 if it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except FileNotFoundError:
-        pass
-    return 0.0
+    return status_mib(pid, "VmHWM")
 
 
 # --- convergence, observed by watches ------------------------------------------------

@@ -428,8 +428,8 @@ class LocalCluster:
         return True
 
     def _request(self, method: str, path: str, body: Any = None) -> str:
-        """One request to the apiserver as the admin, in plain HTTP: ``up`` needs three kinds
-        only, and importing the kubernetes client costs seconds of CPU on a busy machine."""
+        """One HTTPS request to the apiserver as the admin, through the standard library: ``up``
+        needs three kinds only, and importing the kubernetes client costs seconds of CPU on a busy machine."""
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"{self.server}{path}", data=data, method=method,  # noqa: S310 (https)
                                          headers={"Content-Type": "application/json"})
