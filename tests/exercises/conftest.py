@@ -11,13 +11,12 @@ session's operator group on the session's cluster.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_kubeconfig
 
 EXERCISES_CLUSTER = "exercises"
 
@@ -36,8 +35,4 @@ def group_of(xdist_group: str | None) -> str | None:
 @pytest.fixture(scope="module")  # stopped when the group's tests are done (they run in a row)
 def exercises_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The kubeconfig the Tenant exercises are graded against."""
-    if ON_EXISTING_CLUSTER:
-        yield Path(os.environ["KUBECONFIG"])
-        return
-    for cluster in own_cluster(EXERCISES_CLUSTER, tmp_path_factory):
-        yield cluster.kubeconfig
+    yield from own_kubeconfig(EXERCISES_CLUSTER, tmp_path_factory)

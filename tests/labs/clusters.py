@@ -59,6 +59,16 @@ def own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         cluster.down(purge=True, log=lambda _: None)
 
 
+def own_kubeconfig(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """For a fixture to yield: the kubeconfig of a cluster of its own, purged afterwards; on a
+    cluster someone else runs, ``$KUBECONFIG`` (the session's cluster, nothing started)."""
+    if ON_EXISTING_CLUSTER:
+        yield Path(os.environ["KUBECONFIG"])
+        return
+    for cluster in own_cluster(name, tmp_path_factory):
+        yield cluster.kubeconfig
+
+
 def module_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """For a test module's autouse ``kubeconfig`` fixture: a cluster of the module's own.
 
@@ -67,13 +77,10 @@ def module_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     fixtures of tests/conftest.py talk to it. On a cluster someone else runs, the
     session's cluster is used (the module then belongs in ``tenant-operator``'s group).
     """
-    if ON_EXISTING_CLUSTER:
-        yield Path(os.environ["KUBECONFIG"])
-        return
     saved = os.environ["KUBECONFIG"]
-    for cluster in own_cluster(name, tmp_path_factory):
-        os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+    for kubeconfig in own_kubeconfig(name, tmp_path_factory):
+        os.environ["KUBECONFIG"] = str(kubeconfig)
         try:
-            yield cluster.kubeconfig
+            yield kubeconfig
         finally:
             os.environ["KUBECONFIG"] = saved

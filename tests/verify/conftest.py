@@ -9,13 +9,12 @@ session's operator group on the session's cluster.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_kubeconfig
 
 VERIFY_CLUSTER = "verify"
 #: The xdist group of every test that runs the suite.
@@ -25,8 +24,4 @@ VERIFY_GROUP = "tenant-operator" if ON_EXISTING_CLUSTER else VERIFY_CLUSTER
 @pytest.fixture(scope="module")  # stopped when the suite's tests are done (they run in a row)
 def verify_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The kubeconfig the suite grades on."""
-    if ON_EXISTING_CLUSTER:
-        yield Path(os.environ["KUBECONFIG"])
-        return
-    for cluster in own_cluster(VERIFY_CLUSTER, tmp_path_factory):
-        yield cluster.kubeconfig
+    yield from own_kubeconfig(VERIFY_CLUSTER, tmp_path_factory)
