@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 
 from operatorlab import tenants
 from operatorlab.faults.variants import ReplaceFunction
-from operatorlab.labs import Check, checks
+from operatorlab.labs import Check, checks, probes
 from operatorlab.labs.tenantlab import TENANT_API_VERSION, VariantLab
 from operatorlab.wait import eventually
 
@@ -105,35 +104,35 @@ class TakeOver(VariantLab):
         label = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
         token = secrets.token_hex(3)
         plain, spoofed = f"lab-to-probe-{token}", f"lab-to-label-{token}"
-        probes: dict[str, dict[str, Any]] = {}  # probe Tenant -> its namespace's fingerprint before
+        watched: dict[str, dict[str, Any]] = {}  # probe Tenant -> its namespace's fingerprint before
         for name, labels in ((plain, {}), (spoofed, {OWNER_LABEL: spoofed})):
             namespace = tenants.namespace_of(name)
             self.track("v1", "Namespace", namespace)
             self.track(TENANT_API_VERSION, "Tenant", name)
             _create_foreign_namespace(self.core, namespace, labels)
-            probes[name] = _fingerprint(self.core, namespace)
+            watched[name] = _fingerprint(self.core, namespace)
         # Seen twice: while the Tenant lives (what its owner reference would let the garbage
         # collector sweep away later is still there) and once it is gone.
         reacted, gone, during, after = {}, {}, {}, {}
         try:
-            for name in probes:
+            for name in watched:
                 self.tenants.create(name, "1", f"lab {self.id} probe")
-            for name, before in probes.items():
-                reacted[name] = _wait(lambda n=name, b=before: _name_taken(self.tenants.get(n))
-                                      or _fingerprint(self.core, tenants.namespace_of(n)) != b)
-            for name in probes:
+            for name, before in watched.items():
+                reacted[name] = probes.wait(lambda n=name, b=before: _name_taken(self.tenants.get(n))
+                                            or _fingerprint(self.core, tenants.namespace_of(n)) != b, REACT)
+            for name in watched:
                 self.tenants.patch_spec(name, cpuQuota="2")
             time.sleep(2)
-            for name in probes:
+            for name in watched:
                 during[name] = _fingerprint(self.core, tenants.namespace_of(name))
-            for name in probes:
-                gone[name] = self._delete_tenant(name)
+            for name in watched:
+                gone[name] = probes.delete_tenant(self, name, budget=REACT)
                 after[name] = _fingerprint(self.core, tenants.namespace_of(name))
         finally:
-            for name in probes:
-                self._delete_tenant(name, force=True)
+            for name in watched:
+                probes.delete_tenant(self, name, force=True)
                 checks.get_or_none(lambda n=name: self.core.delete_namespace(tenants.namespace_of(n)))
-        for name, before in probes.items():
+        for name, before in watched.items():
             namespace = tenants.namespace_of(name)
             labelled = f" (labelled {OWNER_LABEL}={name} by its maker)" if name == spoofed else ""
             for seen in (during.get(name), after.get(name)):
@@ -150,33 +149,8 @@ class TakeOver(VariantLab):
 
     def _free_name_converges(self) -> Check:
         """A Tenant of a free name still gets its namespace and quota, follows an update and goes."""
-        name = f"lab-to-fresh-{secrets.token_hex(3)}"
-        label = "a Tenant of a free name still converges (create, update, delete)"
-        self.track(TENANT_API_VERSION, "Tenant", name)
-        self.track("v1", "Namespace", tenants.namespace_of(name))
-        self.tenants.create(name, "1", f"lab {self.id} probe")
-        try:
-            if not _wait(lambda: checks.tenant_reconciled(self.api, name).passed):
-                return Check(label, False, f"created: {checks.tenant_reconciled(self.api, name).message}")
-            self.tenants.patch_spec(name, cpuQuota="2")
-            if not _wait(lambda: checks.tenant_reconciled(self.api, name).passed):
-                return Check(label, False, f"updated to cpuQuota 2: {checks.tenant_reconciled(self.api, name).message}")
-            if not self._delete_tenant(name):
-                return Check(label, False, f"Tenant {name} was not deleted within {REACT:g} s: its finalizer stayed")
-            orphan = checks.no_orphan_namespace(self.api, name)
-            if not orphan.passed:
-                return Check(label, False, f"deleted: {orphan.message}")
-        finally:
-            self._delete_tenant(name, force=True)
-        return Check(label, True, "namespace and quota made, updated, and deleted with the Tenant")
-
-    def _delete_tenant(self, name: str, *, force: bool = False) -> bool:
-        """Delete a probe Tenant; True if it went (its finalizer honoured) within REACT s."""
-        if force:
-            checks.get_or_none(lambda: self.custom.patch_cluster_custom_object(
-                *checks.TENANTS, name, {"metadata": {"finalizers": None}}))
-        checks.get_or_none(lambda: self.custom.delete_cluster_custom_object(*checks.TENANTS, name))
-        return force or _wait(lambda: name not in self.tenants.names())
+        return probes.tenant_lifecycle(self, "lab-to-fresh", budget=REACT,
+                                       label="a Tenant of a free name still converges (create, update, delete)")
 
 
 def _create_foreign_namespace(core: client.CoreV1Api, name: str, labels: dict[str, str] | None = None) -> None:
@@ -226,11 +200,3 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> str:
 def _name_taken(tenant: dict) -> bool:
     conditions = (tenant.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("reason") == "NameTaken" for c in conditions)
-
-
-def _wait(condition: Callable[[], Any]) -> bool:
-    try:
-        eventually(condition, timeout=REACT, interval=0.5)
-    except AssertionError:
-        return False
-    return True

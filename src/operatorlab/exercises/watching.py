@@ -154,3 +154,24 @@ def without_retries(kubeconfig: Path) -> client.ApiClient:
     config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     configuration.retries = False
     return client.ApiClient(configuration)
+
+
+#: Published into every namespace by kube-controller-manager's root-ca-cert-publisher, a moment
+#: after the namespace is made.
+ROOT_CA = "kube-root-ca.crt"
+
+
+def quiet_namespace(core: client.CoreV1Api, name: str, *, timeout: float = 10.0) -> None:
+    """Make namespace ``name`` and wait until the controller-manager has published its root CA ConfigMap.
+
+    Until then a ConfigMap the check did not write may still appear in the namespace, in the
+    middle of a check that counts what changed. A cluster without a controller-manager never
+    publishes it: after ``timeout`` the check goes on.
+    """
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = {i.metadata.name for i in core.list_namespaced_config_map(name).items}
+        if ROOT_CA in names:
+            return
+        time.sleep(0.1)

@@ -5,7 +5,9 @@ registry finds it). Its methods act on the live cluster of a :class:`LabContext`
 
 ``setup``   make a known good state (every check passes afterwards);
 ``inject``  break it (at least one check fails afterwards), return once the fault shows;
-``check``   named :class:`Check` results; a failing message points at *evidence*
+``check``   named :class:`Check` results, returned as a list or yielded one at a time
+            (a probe that perturbs the world can then stop at the first failure, and
+            its ``finally`` still cleans up); a failing message points at *evidence*
             (an object, a field, a log line, a counter), never at the answer;
 ``hints``   graded: the first vague, the last specific;
 ``solve``   the reference fix (what a learner would do);
@@ -19,6 +21,7 @@ objects it made) is a typed record in its state file (:mod:`~operatorlab.labs.st
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -108,7 +111,7 @@ class Lab:
     def inject(self) -> None:
         raise NotImplementedError
 
-    def check(self) -> list[Check]:
+    def check(self) -> Iterable[Check]:
         raise NotImplementedError
 
     def solve(self) -> None:
