@@ -171,7 +171,7 @@ def quiet_namespace(core: client.CoreV1Api, name: str, *, timeout: float = 10.0)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        names = {i.metadata.name for i in core.list_namespaced_config_map(name).items}
+        names = {i.metadata.name for i in core.list_namespaced_config_map(name).items if i.metadata}
         if ROOT_CA in names:
             return
         time.sleep(0.1)
