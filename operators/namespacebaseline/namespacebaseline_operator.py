@@ -7,8 +7,12 @@ carrying that label the operator keeps:
 * ``baseline-default-deny``: a NetworkPolicy selecting every Pod
   (``podSelector: {}``) with ``policyTypes: [Ingress, Egress]`` and no rules,
   so nothing may connect in or out unless another policy allows it;
-* ``baseline-allow-dns`` (when ``spec.allowDNS``, the default): egress to the
-  ``kube-system`` namespace on UDP and TCP port 53, so names still resolve.
+* ``baseline-allow-dns`` (when ``spec.allowDNS``, the default): egress on UDP
+  and TCP port 53 to the cluster DNS Pods only (label ``k8s-app: kube-dns`` in
+  ``kube-system``, as kubeadm, kind and minikube label CoreDNS), so names still
+  resolve and nothing else in ``kube-system`` is reachable. A cluster that runs
+  NodeLocal DNSCache answers on the node (hostNetwork) instead: there this
+  policy needs that cache's address as well.
 
 Both are labelled ``app.kubernetes.io/managed-by=namespacebaseline-operator``
 and ``hedronite.io/namespacebaseline=<baseline>``: that label is how the
@@ -130,6 +134,9 @@ ADOPT_ANNOTATION = "hedronite.io/adopt"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 DENY_POLICY = "baseline-default-deny"
 DNS_POLICY = "baseline-allow-dns"
+# The label kubeadm (cmd/kubeadm/app/phases/addons/dns/manifests.go, v1.36), kind and minikube put on
+# the CoreDNS Pods; kept from the kube-dns days so that existing selectors still match.
+DNS_POD_LABELS = {"k8s-app": "kube-dns"}
 # Ours is a policy of one of these names that carries our label: a label alone
 # is not enough (anyone may copy it onto a policy of their own).
 OUR_POLICIES = frozenset({DENY_POLICY, DNS_POLICY})
@@ -244,7 +251,12 @@ def deny_policy_manifest(baseline: str, namespace: str) -> dict[str, Any]:
 
 
 def dns_policy_manifest(baseline: str, namespace: str) -> dict[str, Any]:
-    """Allow every Pod in the namespace DNS queries to kube-system (UDP and TCP 53)."""
+    """Allow every Pod in the namespace DNS queries to the cluster DNS Pods (UDP and TCP 53), nothing else.
+
+    One peer with both selectors (one list item, so they AND): Pods labelled ``k8s-app:
+    kube-dns`` *in* kube-system. Two list items would OR them: every Pod of kube-system,
+    or DNS-labelled Pods anywhere.
+    """
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -256,7 +268,8 @@ def dns_policy_manifest(baseline: str, namespace: str) -> dict[str, Any]:
                 {
                     # kubernetes.io/metadata.name is set on every namespace by
                     # the API server itself, so it cannot be forged by a label.
-                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                            "podSelector": {"matchLabels": DNS_POD_LABELS}}],
                     "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
                 }
             ],

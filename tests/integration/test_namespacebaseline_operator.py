@@ -160,7 +160,9 @@ def test_labelled_namespaces_get_the_policies_within_seconds(
     assert deny.spec.policy_types == ["Ingress", "Egress"] and not deny.spec.ingress and not deny.spec.egress
     dns = networking.read_namespaced_network_policy(DNS, later)
     (rule,) = dns.spec.egress
-    assert rule.to[0].namespace_selector.match_labels == {"kubernetes.io/metadata.name": "kube-system"}
+    (peer,) = rule.to
+    assert peer.namespace_selector.match_labels == {"kubernetes.io/metadata.name": "kube-system"}
+    assert peer.pod_selector.match_labels == {"k8s-app": "kube-dns"}
     assert sorted((p.protocol, p.port) for p in rule.ports) == [("TCP", 53), ("UDP", 53)]
     status = eventually(lambda: _status(custom, name).get("policies") == 4 and _status(custom, name), timeout=REACTION,
                         message="status counts both namespaces")

@@ -135,14 +135,16 @@ def test_deny_policy_manifest_selects_every_pod_and_allows_nothing() -> None:
     }
 
 
-def test_dns_policy_manifest_allows_port_53_to_kube_system_only() -> None:
+def test_dns_policy_manifest_allows_port_53_to_the_dns_pods_only() -> None:
     manifest = op.dns_policy_manifest("payments", "shop")
     assert manifest["metadata"]["name"] == "baseline-allow-dns"
     assert manifest["metadata"]["labels"] == LABELS
     spec = manifest["spec"]
     assert spec["podSelector"] == {} and spec["policyTypes"] == ["Egress"]
     (rule,) = spec["egress"]
-    assert rule["to"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}]
+    # One peer, both selectors (AND): the DNS Pods of kube-system, not all of kube-system.
+    assert rule["to"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                           "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}]
     assert rule["ports"] == [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
 
 
