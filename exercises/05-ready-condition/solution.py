@@ -21,8 +21,9 @@ def sync_ready(custom: client.CustomObjectsApi, apps: client.AppsV1Api, namespac
     else:
         rollout = website_operator.rollout_status(deployment)
         ready = rollout["rollout"] == "Complete"  # the latest spec seen, every Pod updated and ready
-        reason = "Available" if ready else "PodsNotReady"
-        message = f"{rollout['readyReplicas']} of {rollout['replicas']} Pods ready"
+        reason = "Available" if ready else "ReplicaFailure" if rollout["rolloutMessage"] else "PodsNotReady"
+        # Pods refused (a quota, an admission policy): the controller's own words say why.
+        message = rollout["rolloutMessage"] or f"{rollout['readyReplicas']} of {rollout['replicas']} Pods ready"
     previous = (website.get("status") or {}).get("conditions") or []
     conditions = website_operator.ready_conditions(
         previous, ready=ready, reason=reason, message=message,

@@ -126,6 +126,7 @@ from typing import Any
 import kopf
 import kubernetes.client
 from kubernetes.client import ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
+from kubernetes.utils import parse_quantity
 
 GROUP, VERSION, PLURAL, KIND = "example.com", "v1", "websites", "Website"
 OPERATOR = "website-operator"  # field manager, managed-by label, ClusterRole, Event source
@@ -143,6 +144,9 @@ DEFAULT_IMAGE = "nginx:1.25"
 DEFAULT_PORT = 80
 DEFAULT_REPLICAS = 1
 MAX_REPLICAS = 50
+# What spec.resources may set (crds/website.yaml says the same).
+RESOURCE_KINDS = frozenset({"requests", "limits"})
+RESOURCE_NAMES = frozenset({"cpu", "memory"})
 
 # The same rule as metadata.name in crds/website.yaml: the Service takes the
 # Website's name, and a Service name must be a DNS-1035 label.
@@ -197,7 +201,37 @@ def website_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
             f"spec.replicas must be a whole number from 0 to {MAX_REPLICAS}, got {replicas!r}; "
             f"fix spec.replicas"
         )
-    return {"image": image, "port": port, "replicas": replicas}
+    site: dict[str, Any] = {"image": image, "port": port, "replicas": replicas}
+    if (resources := spec.get("resources")) is not None:
+        site["resources"] = container_resources(resources)
+    return site
+
+
+def container_resources(resources: Any) -> dict[str, dict[str, str]]:
+    """``spec.resources`` as a container's ``resources``: ``requests`` and ``limits`` of cpu and memory.
+
+    A namespace with a ResourceQuota on CPU or memory (a Tenant's) refuses every Pod that
+    does not state them: the ReplicaSet's creates fail (FailedCreate), and the Website
+    reports it in ``status.rolloutMessage``. Raises ValueError for anything that is not
+    such a quantity; the API server judges the rest (a limit below its request is a 422).
+    """
+    if not isinstance(resources, Mapping) or set(resources) - RESOURCE_KINDS:
+        raise ValueError(f"spec.resources may hold requests and limits, got {resources!r}; fix spec.resources")
+    result: dict[str, dict[str, str]] = {}
+    for kind, amounts in resources.items():
+        if not isinstance(amounts, Mapping) or set(amounts) - RESOURCE_NAMES:
+            raise ValueError(f"spec.resources.{kind} may hold cpu and memory, got {amounts!r}; "
+                             f"fix spec.resources.{kind}")
+        for resource, amount in amounts.items():
+            try:
+                if isinstance(amount, bool) or not isinstance(amount, (int, str)):
+                    raise ValueError(amount)
+                parse_quantity(amount)
+            except ValueError:
+                raise ValueError(f"spec.resources.{kind}.{resource} must be a quantity such as 100m, 0.5 or "
+                                 f"128Mi, got {amount!r}; fix spec.resources.{kind}.{resource}") from None
+        result[kind] = {resource: str(amount) for resource, amount in amounts.items()}
+    return result
 
 
 def labels(name: str) -> dict[str, str]:
@@ -248,6 +282,7 @@ def deployment_manifest(name: str, namespace: str, site: Mapping[str, Any], owne
                             # ready, and a rollout to it stalls with the old
                             # Pods still serving.
                             "readinessProbe": {"tcpSocket": {"port": PORT_NAME}, "periodSeconds": 5},
+                            **({"resources": site["resources"]} if "resources" in site else {}),
                         }
                     ]
                 },
@@ -294,7 +329,13 @@ def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
 
     ``replicas`` is what the Deployment asks for; ``rollout`` is Complete once
     the Deployment controller has seen the latest spec and every Pod is of
-    the latest template and ready (no old Pods left), else Progressing.
+    the latest template and ready (no old Pods left), ReplicaFailure while its
+    ReplicaSet cannot create or delete Pods, else Progressing.
+    ``rolloutMessage`` then says why, in the controller's words: the
+    Deployment controller copies a ReplicaSet's ``ReplicaFailure`` condition
+    (reason ``FailedCreate``: a quota, a LimitRange, an admission policy
+    refused the Pod) onto the Deployment (kube-controller-manager v1.36,
+    ``pkg/controller/deployment/progress.go``). None removes it once resolved.
     """
     meta = deployment.get("metadata") or {}
     spec = deployment.get("spec") or {}
@@ -308,11 +349,15 @@ def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
         and status.get("replicas", 0) == wanted
         and ready == wanted
     )
+    failure = next((c for c in status.get("conditions") or []
+                    if c.get("type") == "ReplicaFailure" and c.get("status") == "True"), None)
+    rollout = "Complete" if complete else "ReplicaFailure" if failure else "Progressing"
     return {
         "replicas": wanted,
         "readyReplicas": ready,
         "updatedReplicas": updated,
-        "rollout": "Complete" if complete else "Progressing",
+        "rollout": rollout,
+        "rolloutMessage": f"{failure.get('reason')}: {failure.get('message')}" if failure and not complete else None,
     }
 
 

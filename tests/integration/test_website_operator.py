@@ -221,6 +221,20 @@ def test_scaling_follows_spec_replicas_in_status(operator, custom, core, namespa
                message="no Pods left")
 
 
+def test_pods_a_quota_refuses_are_reported_and_resources_let_them_in(operator, custom, core, namespace):
+    """In a namespace whose quota caps CPU (a Tenant's), a Website without resources never starts: it says why."""
+    hard = {"requests.cpu": "1", "limits.cpu": "1"}
+    core.create_namespaced_resource_quota(namespace, {"metadata": {"name": "cpu"}, "spec": {"hard": hard}})
+    custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("capped", replicas=1))
+    status = eventually(lambda: (s := _status(custom, namespace, "capped")).get("rollout") == "ReplicaFailure" and s,
+                        timeout=60, message="the Website reports the refused Pods")
+    assert status["rolloutMessage"].startswith("FailedCreate: ") and "failed quota: cpu" in status["rolloutMessage"]
+    resources = {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}
+    custom.patch_namespaced_custom_object(*WEBSITES, namespace, PLURAL, "capped", {"spec": {"resources": resources}})
+    status = eventually(lambda: _ready(custom, namespace, "capped", 1), timeout=90, message="the Pod is let in")
+    assert "rolloutMessage" not in status
+
+
 def test_deleting_the_website_lets_the_garbage_collector_remove_its_children(
         operator, custom, core, apps, namespace):
     custom.create_namespaced_custom_object(*WEBSITES, namespace, PLURAL, website("gone", replicas=2))
@@ -246,6 +260,7 @@ def test_deleting_the_website_lets_the_garbage_collector_remove_its_children(
     ({"replicas": -1}, "spec.replicas"),
     ({"image": "nginx 1.25"}, "spec.image"),
     ({"image": ""}, "spec.image"),
+    ({"resources": {"limits": {"cpu": "lots"}}}, "spec.resources.limits.cpu"),
 ])
 def test_bad_specs_are_refused_by_the_schema(custom, namespace, spec, field):
     with pytest.raises(client.ApiException) as refused:

@@ -148,7 +148,45 @@ def deployment(wanted: int = 2, generation: int = 1, **status: int) -> dict[str,
 
 def test_rollout_status_complete() -> None:
     body = deployment(2, observedGeneration=1, replicas=2, updatedReplicas=2, readyReplicas=2)
-    assert op.rollout_status(body) == {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2, "rollout": "Complete"}
+    assert op.rollout_status(body) == {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2, "rollout": "Complete",
+                                       "rolloutMessage": None}
+
+
+def test_rollout_status_says_why_pods_are_refused() -> None:
+    """The Deployment controller copies the ReplicaSet's ReplicaFailure condition onto the Deployment."""
+    body = deployment(2, observedGeneration=1, replicas=0, updatedReplicas=0)
+    body["status"]["conditions"] = [
+        {"type": "Progressing", "status": "True", "reason": "NewReplicaSetCreated"},
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+         "message": 'pods "shop-1" is forbidden: failed quota: tenant-quota: must specify limits.cpu'},
+    ]
+    status = op.rollout_status(body)
+    assert status["rollout"] == "ReplicaFailure"
+    assert status["rolloutMessage"] == ('FailedCreate: pods "shop-1" is forbidden: failed quota: tenant-quota: '
+                                        'must specify limits.cpu')
+    body["status"]["conditions"][1]["status"] = "False"  # resolved: the message goes (None removes it)
+    assert op.rollout_status(body)["rollout"] == "Progressing" and op.rollout_status(body)["rolloutMessage"] is None
+
+
+def test_website_spec_keeps_resources_and_the_deployment_carries_them() -> None:
+    resources = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": 1}}
+    site = op.website_spec("shop", {"resources": resources})
+    assert site["resources"] == {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "1"}}
+    owner = op.owner_body("shop", "uid-1")
+    (container,) = op.deployment_manifest("shop", "ns", site, owner)["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == site["resources"]
+    (container,) = op.deployment_manifest("shop", "ns", op.website_spec("shop", {}), owner)[
+        "spec"]["template"]["spec"]["containers"]
+    assert "resources" not in container  # not stated: nothing sent, so nothing owned
+
+
+@pytest.mark.parametrize("resources", [
+    "100m", {"requests": "100m"}, {"requests": {"gpu": 1}}, {"limits": {"cpu": "lots"}}, {"limits": {"cpu": True}},
+    {"minimum": {"cpu": "1"}},
+])
+def test_website_spec_refuses_unusable_resources(resources: Any) -> None:
+    with pytest.raises(ValueError, match=r"spec\.resources"):
+        op.website_spec("shop", {"resources": resources})
 
 
 @pytest.mark.parametrize("body", [
@@ -191,7 +229,8 @@ def test_crd_printer_columns(crd: dict[str, Any]) -> None:
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns == {
         "Image": ".spec.image", "Port": ".spec.port", "Desired": ".spec.replicas",
-        "Ready": ".status.readyReplicas", "Phase": ".status.phase", "Age": ".metadata.creationTimestamp",
+        "Ready": ".status.readyReplicas", "Rollout": ".status.rollout", "Phase": ".status.phase",
+        "Age": ".metadata.creationTimestamp",
     }
 
 
