@@ -85,6 +85,9 @@ Status has two writers that never write the same field:
   owned Deployment every time its status changes. It reacts to the Deployment
   controller's own reports, so it neither polls nor writes annotations on
   the Deployments (an ``on.event`` handler keeps no state on the object).
+  The same watcher undoes drift: a Deployment deleted, scaled or re-imaged by
+  hand is applied again at once (``DriftDetected``), with the Website's spec
+  read from a ``kopf.index`` of Websites rather than a GET per event.
 
 Errors are routed by what a retry can achieve:
 
@@ -121,6 +124,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import kopf
@@ -226,7 +230,7 @@ def container_resources(resources: Any) -> dict[str, dict[str, str]]:
             try:
                 if isinstance(amount, bool) or not isinstance(amount, (int, str)):
                     raise ValueError(amount)
-                parse_quantity(amount)
+                _quantity(amount)
             except ValueError:
                 raise ValueError(f"spec.resources.{kind}.{resource} must be a quantity such as 100m, 0.5 or "
                                  f"128Mi, got {amount!r}; fix spec.resources.{kind}.{resource}") from None
@@ -359,6 +363,45 @@ def rollout_status(deployment: Mapping[str, Any]) -> dict[str, Any]:
         "rollout": rollout,
         "rolloutMessage": f"{failure.get('reason')}: {failure.get('message')}" if failure and not complete else None,
     }
+
+
+def deployment_drift(deployment: Mapping[str, Any], site: Mapping[str, Any]) -> str | None:
+    """What someone changed by hand in a Website's Deployment, in words; None if it is as declared.
+
+    Only the fields the operator declares: ``kubectl scale`` (replicas), ``kubectl set
+    image`` and ``kubectl set resources`` on its container. Fields others own (an
+    annotation, a label of their own) are theirs, not drift.
+    """
+    spec = deployment.get("spec") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    container: Mapping[str, Any] = next((c for c in containers if c.get("name") == CONTAINER_NAME), {})
+    ports = container.get("ports") or [{}]
+    found = {"replicas": spec.get("replicas"), "image": container.get("image"),
+             "port": ports[0].get("containerPort"), "resources": container.get("resources") or {}}
+    wanted = {"replicas": site["replicas"], "image": site["image"], "port": site["port"],
+              "resources": site.get("resources") or {}}
+    changed = [f"{key} {found[key]!r} (the Website asks for {wanted[key]!r})"
+               for key in wanted if not _same(found[key], wanted[key])]
+    return ", ".join(changed) or None
+
+
+def _quantity(amount: str | int) -> Decimal:
+    """A Kubernetes quantity (``2``, ``500m``, ``128Mi``) as a number; ValueError if it is none."""
+    # kubernetes.utils.parse_quantity is unannotated in the client (37.0.2); it returns a Decimal.
+    value: Decimal = parse_quantity(amount)  # type: ignore[no-untyped-call]
+    return value
+
+
+def _same(found: Any, wanted: Any) -> bool:
+    """Equal as the API server stores them: quantities normalised (``"1"`` and ``1``, ``"0.5"`` and ``"500m"``)."""
+    if isinstance(wanted, Mapping) and isinstance(found, Mapping):
+        return set(found) == set(wanted) and all(_same(found[k], wanted[k]) for k in wanted)
+    if isinstance(wanted, (str, int)) and isinstance(found, (str, int)) and not isinstance(wanted, bool):
+        try:
+            return _quantity(found) == _quantity(wanted)
+        except ValueError:
+            return found == wanted
+    return bool(found == wanted)
 
 
 _SHOWN = {"Deployment": ("image", "port", "replicas"), "Service": ("port",)}
@@ -929,21 +972,47 @@ def reconcile(
     )
 
 
+@kopf.index(GROUP, VERSION, PLURAL)
+def websites(namespace: str | None, name: str, uid: str, spec: kopf.Spec, **_: Any) -> dict[Any, Any]:
+    """Every Website's uid and spec, kept in memory from the watch kopf already runs.
+
+    The Deployment watcher below looks a Website up here on each event of its
+    Deployment, instead of a GET per event. kopf starts no other handler until
+    the index holds every existing Website (kopf 1.45, ``kopf.index``).
+    """
+    return {(namespace, name): {"uid": uid, "spec": dict(spec)}}
+
+
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY_LABEL: OPERATOR})
 def deployment_status(
-    type: str | None, body: kopf.Body, namespace: str | None, logger: kopf.Logger, **_: Any
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    logger: kopf.Logger,
+    websites: kopf.Index[Any, dict[str, Any]] | None = None,
+    **_: Any,
 ) -> None:
-    """Copy an owned Deployment's replica counts into its Website's status.
+    """Copy an owned Deployment's replica counts into its Website's status, and undo drift.
 
     Runs on every watch event of a Deployment this operator manages: when it
     is created, and each time the Deployment controller updates its status
-    (Pods becoming ready, a rollout progressing). Fire-and-forget: on.event
-    handlers keep no state on the object and are never retried by kopf.
+    (Pods becoming ready, a rollout progressing), or someone changes or deletes
+    it. A Deployment deleted, scaled or re-imaged by hand is put back at once
+    (watching the children is what makes that level-triggered while the
+    operator runs; ``on.resume`` alone would wait for its next restart).
+    Fire-and-forget: on.event handlers keep no state on the object and are
+    never retried by kopf, so a failed repair is logged and the next event of
+    the Deployment tries again.
     """
-    if type == "DELETED":
-        return  # its Website is gone (or going): nothing to report to
     website = owning_website(body)
     if website is None or namespace is None:  # Deployments are namespaced: never None
+        return
+    known = next(iter(websites.get((namespace, website), []) if websites is not None else []), None)
+    if type == "DELETED":
+        _healed.pop(body.metadata.uid or "", None)
+        if known is None:
+            return  # its Website is gone (or going): nothing to report to, nothing to restore
+        _heal(namespace, website, known, "its Deployment was deleted", logger)
         return
     try:
         write_rollout_status(namespace, website, rollout_status(body))
@@ -952,3 +1021,33 @@ def deployment_status(
             f"could not write the rollout status of Website {namespace}/{website} "
             f"({e.status}): {_server_message(e)}; it is written again on the next change"
         )
+    if known is not None:
+        try:
+            drift = deployment_drift(body, website_spec(website, known["spec"]))
+        except ValueError:
+            return  # an unusable spec: the reconcile handler reports it
+        # One repair per generation: status updates of the drifted spec arrive before ours lands.
+        generation = body.metadata.get("generation") or 0
+        if drift and _healed.get(body.metadata.uid or "", -1) < generation:
+            _healed[body.metadata.uid or ""] = generation
+            _heal(namespace, website, known, f"its Deployment was changed: {drift}", logger)
+
+
+#: The generation of each owned Deployment (by uid) whose drift was last repaired: the
+#: Deployment controller's status updates of that same generation follow, and need none.
+_healed: dict[str, int] = {}
+
+
+def _heal(namespace: str, website: str, known: Mapping[str, Any], why: str, logger: kopf.Logger) -> None:
+    """Re-apply a Website's children (the same reconcile as its handlers), with an Event saying why."""
+    owner = kopf.Body({"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
+                       "metadata": {"name": website, "namespace": namespace, "uid": known["uid"]}})
+
+    def post_event(reason: str, message: str) -> None:
+        kopf.info(owner, reason=reason, message=message)
+
+    kopf.info(owner, reason="DriftDetected", message=f"{why}; applying the Website again")
+    try:
+        reconcile_website(website, namespace, known["spec"], uid=known["uid"], report=post_event)
+    except (kopf.PermanentError, kopf.TemporaryError) as e:
+        logger.warning(f"could not restore the children of Website {namespace}/{website}: {e}")

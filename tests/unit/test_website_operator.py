@@ -597,3 +597,33 @@ def test_write_rollout_status_of_a_deleted_website_is_no_error() -> None:
     custom = StubApi(patch_namespaced_custom_object_status=api_error(404, "not found"))
     assert op.write_rollout_status("web", "shop", {}, custom=custom) is False
     assert len(custom.calls) == 1
+
+
+# --- drift of an owned Deployment --------------------------------------------
+
+
+def _applied(site: dict[str, Any]) -> dict[str, Any]:
+    return op.deployment_manifest("shop", "ns", site, op.owner_body("shop", "uid-1"))
+
+
+def test_a_deployment_as_declared_has_no_drift() -> None:
+    site = op.website_spec("shop", {"replicas": 2, "resources": {"limits": {"cpu": "0.5", "memory": "64Mi"}}})
+    stored = _applied(site)
+    # The API server stores quantities normalised: 0.5 CPU as 500m.
+    stored["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "500m"
+    assert op.deployment_drift(stored, site) is None
+
+
+@pytest.mark.parametrize(("path", "value", "said"), [
+    (("spec", "replicas"), 5, "replicas 5 (the Website asks for 2)"),
+    (("spec", "template", "spec", "containers", 0, "image"), "nginx:evil", "image 'nginx:evil'"),
+])
+def test_drift_says_what_was_changed_by_hand(path: tuple[Any, ...], value: Any, said: str) -> None:
+    site = op.website_spec("shop", {"replicas": 2})
+    stored = _applied(site)
+    target = stored
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    drift = op.deployment_drift(stored, site)
+    assert drift is not None and said in drift
