@@ -39,9 +39,9 @@ class RateLimiter(Exercise):
             queue.get(timeout=self.budget)
             returned_after: list[float] = []
             for _ in range(5):  # acme fails five times: back after 0.05, 0.1, 0.2, 0.4 (the cap), 0.4 s
+                failed_at = time.monotonic()  # before the call: the queue's clock starts inside it
                 queue.add_rate_limited("acme")
                 queue.done("acme")
-                failed_at = time.monotonic()
                 queue.get(timeout=self.budget)
                 returned_after.append(round(time.monotonic() - failed_at, 2))
             queue.done("acme")
