@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench import scale
-from bench.proc import status_mib
+from bench import report, scale
+from bench.proc import machine, status_mib
 
 if TYPE_CHECKING:
     from operatorlab.cluster import LocalCluster
@@ -146,7 +146,7 @@ def main() -> None:
     start_section = cluster_start.markdown(start_results)
     print(start_section)
     if args.only == "cluster":
-        cluster_start.write_section(start_section)
+        report.write_section(cluster_start.HEADING, start_section)
         print(f"[bench] written to {RESULTS / 'latest.md'}")
         return
     cold, reuse = start_results.kinds[0].times, start_results.kinds[1].times
@@ -164,6 +164,7 @@ def main() -> None:
         print(f"[bench] hand-written controllers: API requests at {sizes} Tenants...", flush=True)
         controller_rows = controllers.run(config.new_client_from_config(config_file=str(cluster.kubeconfig)), sizes,
                                           cleanup=False, log=lambda line: print(line, flush=True))  # purged next
+        measured = controllers.stamp()  # when and under what load: as the run ends
     finally:
         cluster.down(purge=True, log=lambda _: None)
     plot(latencies, RESULTS / "tenant-latency.png")
@@ -178,13 +179,14 @@ def main() -> None:
     ]
     table = "| measure | value | notes |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
     (RESULTS / "latest.md").write_text(
-        f"# Operator Lab benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {_machine()}\n\n{table}\n\n"
+        f"# Operator Lab benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {machine()}\n\n{table}\n\n"
         "![Tenant latency](tenant-latency.png)\n")
     print(table)
-    section = controllers.markdown(controller_rows)
-    controllers.write_section(section)
+    section = controllers.markdown(controller_rows, measured)
+    report.write_section(controllers.HEADING, section)
+    controllers.save(controller_rows, measured)
     print(section)
-    cluster_start.write_section(start_section)
+    report.write_section(cluster_start.HEADING, start_section)
     run_scale(args.scale_tenants, args)
     print(f"[bench] written to {RESULTS / 'latest.md'}")
 
@@ -197,17 +199,9 @@ def run_scale(tenants: int, args: argparse.Namespace) -> None:
                         log=lambda line: print(line, flush=True))
     before = [r for r in scale.load(args.before) if r.name == "kopf"] if args.before else []
     scale.plot(results, RESULTS / "tenants-at-scale.png", before=before)
-    section = scale.markdown(results, machine=_machine(), before=before)
-    scale.write_section(section)
+    section = scale.markdown(results, machine=machine(), before=before)
+    report.write_section(scale.HEADING, section)
     print(section)
-
-
-def _machine() -> str:
-    import os
-
-    mem = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-               if line.startswith("MemTotal:"))
-    return f"{os.cpu_count()} CPUs, {mem / 1024 / 1024:.0f} GiB"
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.proc import status_mib
+from bench.proc import machine, status_mib
 
 RESULTS = Path(__file__).parent / "results"
 HEADING = "## Cluster start: ours, kwokctl, envtest-style"
@@ -255,7 +255,6 @@ def run(runs: int = 3, *, settle: float = 5.0, log: Log = print) -> Results:
     """Every start ``runs`` times; a temporary directory holds all their state and is removed."""
     import kubernetes.client  # noqa: F401 - imported before any timing: seconds of CPU, not the start's cost
 
-    from bench.__main__ import _machine
 
     cold = Kind("ours, cold (fresh PKI + etcd)", "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, "
                 "kwok", "all healthy, 1 Node Ready, `default` ServiceAccount")
@@ -273,7 +272,7 @@ def run(runs: int = 3, *, settle: float = 5.0, log: Log = print) -> Results:
             bench_ours(cold, warm, steps, settle, root, log)
             bench_kwokctl(i, returned, with_sa, settle, root, log)
             bench_envtest(i, envtest, settle, root, log)
-    return Results([cold, warm, returned, with_sa, envtest], steps, versions(), _machine(),
+    return Results([cold, warm, returned, with_sa, envtest], steps, versions(), machine(),
                    time.strftime("%Y-%m-%d %H:%M"))
 
 
@@ -344,23 +343,3 @@ def plot(results: Results, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def write_section(section: str, path: Path = RESULTS / "latest.md") -> None:
-    """Put ``section`` into ``path`` in place of an earlier one with the same heading.
-
-    A first one goes before the controllers' section, which ``bench.controllers`` replaces
-    by cutting the file at its heading.
-    """
-    from bench import controllers
-
-    text = path.read_text() if path.exists() else "# Operator Lab benchmarks\n\n"
-    if HEADING in text:
-        before, after = text.split(HEADING, 1)
-        rest = after[after.index("\n## "):] if "\n## " in after else ""
-    elif controllers.HEADING in text:
-        before, rest = text.split(controllers.HEADING, 1)
-        rest = "\n" + controllers.HEADING + rest
-    else:
-        before, rest = text, ""
-    path.write_text(before.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n" + rest)

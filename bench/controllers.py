@@ -27,9 +27,12 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from bench import report
+from bench.proc import machine
 
 if TYPE_CHECKING:
     from operatorlab.controllers.informer import InformerController
@@ -203,8 +206,16 @@ def _informer_phases(informer: InformerController, tenants: Tenants, size: int) 
                            change=change_counts, resync=resync_counts, resync_seconds=resync_seconds)
 
 
-def markdown(rows: Sequence[Row]) -> str:
-    """The results as a markdown section (heading, table, notes)."""
+def stamp() -> dict[str, Any]:
+    """When, on what machine and under what load (the 1-minute load average) a run measured."""
+    import os
+
+    return {"measured": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
+            "load_average": round(os.getloadavg()[0], 1)}
+
+
+def markdown(rows: Sequence[Row], measured: dict[str, Any]) -> str:
+    """The results as a markdown section (heading, when and where, table, notes)."""
     table = [
         "| Tenants | polling: requests per tick | polling: s per tick | informer: start (LIST+WATCH+reconcile) "
         "| informer: idle "
@@ -229,6 +240,9 @@ def markdown(rows: Sequence[Row]) -> str:
             f"| {r.tick_detail} | {r.start_detail} | {r.change_detail} |")
     return "\n".join([
         HEADING, "",
+        f"{measured['measured']}, {measured['machine']}, load average {measured['load_average']} while it ran "
+        "(load stretches the seconds, not the request counts); also in `controllers.json`, which lessons 01 "
+        "and 03 quote.", "",
         "Requests counted by each controller's own `CountingApiClient`. Polling pays its tick every "
         "interval whether or not anything changed; the informer pays its start once, nothing while "
         "idle, a constant per change, and a resync only when one is configured (none by default here).",
@@ -236,12 +250,12 @@ def markdown(rows: Sequence[Row]) -> str:
     ])
 
 
-def write_section(section: str, path: Path = RESULTS / "latest.md") -> None:
-    """Append ``section`` to ``path``, replacing an earlier section with the same heading."""
-    text = path.read_text() if path.exists() else "# Operator Lab benchmarks\n\n"
-    if HEADING in text:
-        text = text[: text.index(HEADING)].rstrip("\n") + "\n"
-    path.write_text(text.rstrip("\n") + "\n\n" + section)
+def save(rows: Sequence[Row], measured: dict[str, Any], path: Path = RESULTS / "controllers.json") -> None:
+    """The rows as JSON, with :func:`stamp`'s when, where and load: lessons 01 and 03 quote them."""
+    import json
+
+    path.write_text(json.dumps({**measured, "idle_seconds": IDLE_SECONDS, "rows": [asdict(r) for r in rows]},
+                               indent=1) + "\n")
 
 
 def main() -> None:
@@ -264,8 +278,10 @@ def main() -> None:
     finally:
         if not args.keep_cluster:
             cluster.down(purge=True, log=lambda _: None)
-    section = markdown(rows)
-    write_section(section)
+    measured = stamp()
+    section = markdown(rows, measured)
+    report.write_section(HEADING, section)
+    save(rows, measured)
     print(section)
     print(f"[bench] controllers: done in {time.monotonic() - started:.0f} s; written to {RESULTS / 'latest.md'}")
 

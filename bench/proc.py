@@ -1,4 +1,4 @@
-"""Memory of a process, from ``/proc/<pid>/status`` (Linux): what every part of the bench reports."""
+"""What every part of the bench reports about the machine: a process's memory (``/proc/<pid>/status``), the machine."""
 
 from __future__ import annotations
 
@@ -12,3 +12,12 @@ def status_mib(pid: int, field: str = "VmRSS") -> float:
     except FileNotFoundError:
         return 0.0
     return next((int(line.split()[1]) for line in lines if line.startswith(f"{field}:")), 0) / 1024
+
+
+def machine() -> str:
+    """The machine in a few words, e.g. ``2 CPUs, 24 GiB``."""
+    import os
+
+    mem = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+               if line.startswith("MemTotal:"))
+    return f"{os.cpu_count()} CPUs, {mem / 1024 / 1024:.0f} GiB"

@@ -542,16 +542,6 @@ def plot(results: Sequence[Result], path: Path, *, before: Sequence[Result] = ()
     fig.savefig(path, dpi=120)
 
 
-def write_section(section: str, path: Path = RESULTS / "latest.md") -> None:
-    """Put ``section`` in ``path``, replacing an earlier one with the same heading."""
-    text = path.read_text() if path.exists() else "# Operator Lab benchmarks\n\n"
-    if HEADING in text:
-        head, rest = text.split(HEADING, 1)
-        tail = rest[rest.index("\n## "):] if "\n## " in rest else ""
-        text = head.rstrip("\n") + "\n" + tail
-    path.write_text(text.rstrip("\n") + "\n\n" + section)
-
-
 def save(results: Sequence[Result], path: Path) -> None:
     """The raw numbers as JSON (a later run can show them as "before")."""
     path.write_text(json.dumps([{**r.__dict__, "requests": [[*k, v] for k, v in r.requests.items()],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import cluster_start, controllers
+from bench import cluster_start, controllers, report, scale
 
 
 def _results() -> cluster_start.Results:
@@ -27,12 +27,14 @@ def test_table_has_medians_and_ratio_to_ours() -> None:
     assert "2 CPUs, 24 GiB; Kubernetes v1.36.3, etcd 3.6.16, kwok v0.8.0, kwokctl v0.8.0." in text
 
 
-def test_section_goes_before_the_controllers_section_and_replaces_itself(tmp_path: Path) -> None:
+def test_a_section_is_replaced_in_place_and_the_sections_after_it_stay(tmp_path: Path) -> None:
     path = tmp_path / "latest.md"
-    path.write_text(f"# Operator Lab benchmarks\n\ntop table\n\n{controllers.HEADING}\n\ncontrollers table\n")
-    cluster_start.write_section(cluster_start.markdown(_results()), path)
-    cluster_start.write_section(cluster_start.HEADING + "\n\nsecond run\n", path)
+    path.write_text(f"# Operator Lab benchmarks\n\ntop table\n\n{controllers.HEADING}\n\ncontrollers table\n\n"
+                    f"{scale.HEADING}\n\nscale table\n")
+    report.write_section(cluster_start.HEADING, cluster_start.markdown(_results()), path)  # new: at the end
+    report.write_section(controllers.HEADING, controllers.HEADING + "\n\nsecond run\n", path)
+    report.write_section(cluster_start.HEADING, cluster_start.HEADING + "\n\nagain\n", path)
     text = path.read_text()
-    assert text.count(cluster_start.HEADING) == 1 and "second run" in text and "5.00 s" not in text
-    assert text.index("top table") < text.index(cluster_start.HEADING) < text.index(controllers.HEADING)
-    assert text.rstrip().endswith("controllers table")
+    assert text.count(controllers.HEADING) == text.count(cluster_start.HEADING) == 1
+    assert "second run" in text and "controllers table" not in text and "5.00 s" not in text
+    assert text.index("top table") < text.index("second run") < text.index("scale table") < text.index("again")
