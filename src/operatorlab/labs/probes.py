@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 #: Seconds a probe gives the operator for each step (create, update, delete) on an idle cluster.
 STEP_BUDGET = 20.0
 #: Seconds a state check waits for what the operator does at startup (:func:`settled`).
-SETTLE_BUDGET = 10.0
+SETTLE_BUDGET = 5.0
 #: Seconds the namespace controller gets to delete an emptied namespace.
 NAMESPACE_GONE_BUDGET = 30.0
 #: The ids of the Tenant operator's handlers (``operators/tenant/tenant_operator.py``).

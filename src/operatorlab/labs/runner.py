@@ -5,6 +5,7 @@ The CLI, the notebook panel and the tests all go through these functions.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -125,7 +126,7 @@ def kopf_retries(lab: Lab, now: datetime | None = None) -> list[str]:
             assert record.delayed is not None
             # kopf may keep one record under two keys (its v1 and v2 key formats): both must go.
             keys = sorted(k for k, v in annotations.items() if v == annotations[record.annotation])
-            last = f": {record.message[:160]}" if record.message else ""
+            last = f": {textwrap.shorten(record.message, 200, placeholder=' ...')}" if record.message else ""
             said.append(f"kopf waits before it retries handler '{record.handler}' of Tenant {obj.name}: attempt "
                         f"{record.retries} of its {record.purpose or 'handling'} failed{last}. It retries at "
                         f"{record.delayed:%H:%M:%S} UTC (in {(record.delayed - now).total_seconds():.0f} s), not "
