@@ -14,7 +14,7 @@ TENANT = "lab-dor-blue"
 
 
 class DropOnResume(VariantLab):
-    title = "The gap on.resume closes"
+    title = "The gap after a restart"
     summary = "a namespace deleted while the operator was down never comes back, and the Tenant still says Ready"
     drill = True
     settle = 0.0  # each check run probes the operator itself (stop, delete, start), waiting as it goes

@@ -20,7 +20,7 @@ def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[
 
 
 class NonIdempotentCreate(VariantLab):
-    title = "Create is not reconcile"
+    title = "The quota that stopped following"
     summary = "after a restart a Tenant's quota stops following its spec, and the operator's log fills with errors"
     drill = True
     settle = 0.0  # each check run probes the operator itself (create, restart, update, delete), waiting as it goes
