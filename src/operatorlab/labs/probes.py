@@ -18,8 +18,10 @@ the lab's operator does about it, within a budget:
 :func:`settled`               a state check re-run until it passes or its budget runs out;
 :func:`wait`                  a condition within a budget, True or False (never raises).
 
-Each returns a :class:`~operatorlab.grading.Check` whose message names evidence: what was
-still wrong when the budget ran out, and the operator's log to read.
+The probes return a :class:`~operatorlab.grading.Check` whose message names evidence: what
+was still wrong when the budget ran out, and the operator's log to read. A probe that stops
+the operator starts it again before it returns; one that finds it not running says so and
+leaves it: a check must not repair what it grades.
 """
 
 from __future__ import annotations
