@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from operatorlab.labs import Check, checks
-from operatorlab.labs.tenantlab import TenantLab
+import secrets
+from collections.abc import Iterator
+
+from kubernetes import client
+
+from operatorlab import tenants
+from operatorlab.labs import Check, checks, probes
+from operatorlab.labs.tenantlab import TENANT_API_VERSION, TenantLab
 
 ALPHA, BETA = "lab-kmr-alpha", "lab-kmr-beta"
+#: Seconds the probe watches a half-made Tenant while the lab's operator is dead: nobody may finish it.
+NOBODY_ELSE = 3.0
 
 
 def kill_on_namespace_created(pid: int, started: str) -> dict:
@@ -16,16 +24,20 @@ def kill_on_namespace_created(pid: int, started: str) -> dict:
 
 class KillMidReconcile(TenantLab):
     title = "Kill the operator mid-reconcile"
-    summary = "SIGKILL between namespace and quota: bring the operator back and prove nothing is lost or doubled"
+    summary = ("a Tenant has its namespace but no quota, and nothing is working on it: recover, with nothing "
+               "lost or doubled")
     drill = True
+    settle = 0.0  # each check run probes the operator itself (kill, restart, converge), waiting as it goes
     hints = (
-        "Compare what Tenant lab-kmr-beta asks for with what exists in its namespace. Is anyone still working on it?",
-        "The operator process is gone (its log ends abruptly, right after it sent the namespace create). A "
+        f"Compare what Tenant {BETA} asks for with what exists in its namespace. Is anyone still working on it? "
+        f"(operatorlab lab logs kill-mid-reconcile)",
+        "The lab's operator process is gone: its log ends abruptly, right after it sent the namespace create. A "
         "reconcile that dies half-way is only safe if something runs it again, and if running it again is harmless.",
-        "Start the Tenant operator again (`operatorlab operator run tenant` in another terminal). kopf never recorded "
-        "the creation of lab-kmr-beta as handled, so it runs the creation handler again, as a create (kopf never "
-        "turns an unfinished creation into a resume), and reconcile_tenant is idempotent: it finds the namespace and "
-        "creates only the quota.",
+        "Bring the lab's own operator back, as a Deployment would replace the killed Pod: `operatorlab lab restart "
+        f"kill-mid-reconcile`. kopf never recorded the creation of {BETA} as handled, so it runs the creation handler "
+        "again, and reconcile_tenant is idempotent: it finds the namespace and creates only the quota. Making the "
+        "quota by hand or running a second operator elsewhere is not a fix; labs/kill-mid-reconcile/SOLUTION.md "
+        "says why.",
     )
 
     def setup(self) -> None:
@@ -41,11 +53,90 @@ class KillMidReconcile(TenantLab):
         if not operator.wait_exit(timeout=30):
             raise RuntimeError(f"the fault proxy did not kill the operator:\n{operator.log_tail()}")
 
-    def check(self) -> list[Check]:
+    def check(self) -> Iterator[Check]:
+        yield probes.lab_operator_runs(self)
+        yield self._survives_a_kill()
         names = [ALPHA] + ([BETA] if self.made_tenant(BETA) else [])
-        return [*(checks.tenant_reconciled(self.api, n) for n in names),
-                checks.one_quota_per_namespace(self.api, names)]
+        for name in names:
+            yield probes.settled(lambda n=name: checks.tenant_reconciled(self.api, n))
+        yield self._nothing_doubled(names)
 
     def solve(self) -> None:
         self.proxy().clear()
         self.restart_operator()
+
+    # -- checks -------------------------------------------------------------------------
+
+    def _survives_a_kill(self) -> Check:
+        """The check kills the lab's operator itself, right after a fresh Tenant's namespace is created.
+
+        Then: nothing finishes the half-made Tenant while the operator is dead (no second
+        operator does the lab's one's work), and once the lab's operator is started again it
+        converges with one namespace and one quota, both the Tenant's.
+        """
+        label = "a Tenant whose operator is killed mid-reconcile converges once it is back, nothing doubled"
+        operator = self.operator()
+        if not operator.running or operator.identity is None:
+            return Check(label, False, f"not probed: the lab's operator (pid {operator.pid}) is not running")
+        name = probes.probe_name("lab-kmr-probe")
+        namespace = tenants.namespace_of(name)
+        self.track(TENANT_API_VERSION, "Tenant", name)
+        self.track("v1", "Namespace", namespace)
+        self.proxy().set_rules([kill_on_namespace_created(operator.identity.pid, operator.identity.started)])
+        try:
+            self.tenants.create(name, f"{secrets.randbelow(900) + 100}m", f"lab {self.id} probe")
+            if not operator.wait_exit(timeout=probes.STEP_BUDGET):
+                return Check(label, False, f"the lab's operator was not killed within {probes.STEP_BUDGET:g} s of "
+                                           f"Tenant {name}'s creation: it never created namespace {namespace} "
+                                           f"through the lab's fault proxy. {self._log()}")
+            if probes.wait(lambda: self._quotas(name), NOBODY_ELSE):
+                return Check(label, False, f"while the lab's operator was dead, Tenant {name} got its ResourceQuota "
+                                           f"{self._quotas(name)} anyway: another Tenant operator is at work on "
+                                           f"this cluster (look for a second `kopf run`: ps -ef | grep kopf). Two "
+                                           f"operators reconciling every Tenant fight; the lab's must be the one")
+            self.proxy().clear()
+            if failed := probes.start_again(self):
+                return Check(label, False, failed)
+            if not probes.wait(lambda: checks.tenant_reconciled(self.api, name).passed
+                               and probes.handled(self, name)):
+                return Check(label, False, f"Tenant {name}, half-made when the lab's operator was killed, "
+                                           f"{probes.STEP_BUDGET:g} s after the operator started again: "
+                                           f"{checks.tenant_reconciled(self.api, name).message}. {self._log()}")
+            if len(owned := self._quotas(name)) != 1:
+                return Check(label, False, f"namespace {namespace} holds {len(owned)} ResourceQuotas owned by "
+                                           f"Tenant {name}: {owned}")
+        finally:
+            self.proxy().clear()
+            probes.delete_tenant(self, name, force=True)
+        return Check(label, True, f"Tenant {name}: killed after its namespace was created, converged after the "
+                                  f"restart with one quota")
+
+    def _nothing_doubled(self, names: list[str]) -> Check:
+        """Each lab Tenant's namespace holds exactly one ResourceQuota owned by that Tenant."""
+        label = "each Tenant has exactly one quota of its own"
+        for name in names:
+            if len(owned := self._quotas(name)) != 1:
+                return Check(label, False, f"namespace {tenants.namespace_of(name)} holds {len(owned)} ResourceQuotas "
+                                           f"whose owner reference names Tenant {name}: {owned} "
+                                           f"(kubectl get resourcequota -n {tenants.namespace_of(name)} -o yaml)")
+        return Check(label, True, ", ".join(names))
+
+    def _quotas(self, name: str) -> list[str]:
+        """The ResourceQuotas in Tenant ``name``'s namespace owned by it (an owner reference with its uid).
+
+        Counted by owner reference, not by name: a second quota of another name is as much a
+        duplicate as a second one of the same name would be.
+        """
+        tenant = checks.get_or_none(lambda: self.tenants.get(name))
+        if tenant is None:
+            return []
+        uid = tenant["metadata"]["uid"]
+        found = checks.get_or_none(lambda: self.core.list_namespaced_resource_quota(tenants.namespace_of(name)))
+        return [q.metadata.name for q in (found.items if found else []) if _owned_by(q, uid)]
+
+    def _log(self) -> str:
+        return f"The operator's log: operatorlab lab logs {self.id}"
+
+
+def _owned_by(obj: client.V1ResourceQuota, uid: str) -> bool:
+    return any(ref.uid == uid for ref in obj.metadata.owner_references or [])

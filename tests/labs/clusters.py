@@ -59,6 +59,15 @@ def own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         cluster.down(purge=True, log=lambda _: None)
 
 
+def own_or_current(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """For a module fixture to yield: a cluster of its own (see :func:`own_cluster`); on a cluster
+    someone else runs, the session's (its tests then belong in ``tenant-operator``'s group)."""
+    if ON_EXISTING_CLUSTER:
+        yield current()
+        return
+    yield from own_cluster(name, tmp_path_factory)
+
+
 def own_kubeconfig(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """For a fixture to yield: the kubeconfig of a cluster of its own, purged afterwards; on a
     cluster someone else runs, ``$KUBECONFIG`` (the session's cluster, nothing started)."""

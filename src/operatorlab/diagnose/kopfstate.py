@@ -121,6 +121,19 @@ def progress(annotations: Mapping[str, str]) -> list[HandlerProgress]:
     return records
 
 
+def backing_off(annotations: Mapping[str, str], now: datetime) -> list[HandlerProgress]:
+    """The handlers kopf will retry later, not now: unfinished, their ``delayed`` in the future; soonest first.
+
+    kopf's own rule (``HandlerState.sleeping`` in ``kopf/_core/actions/progression.py``,
+    1.45.2): not finished, and ``delayed`` later than now. Until then kopf does not run the
+    handler, whatever changes: not after a fix of the code, not after a restart (the record
+    is read back from the object). Without the record (its annotation removed), kopf finds
+    no state for the handler and runs it at once.
+    """
+    waiting = [r for r in progress(annotations) if r.state(now) == "backing off"]
+    return sorted(waiting, key=lambda r: r.delayed or now)
+
+
 def status_progress(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``status.kopf.progress`` (written by kopf before 1.29, or with ``StatusProgressStorage``); {} if none."""
     kopf_status = (obj.get("status") or {}).get("kopf") or {}

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from operatorlab import tenants
+from operatorlab.diagnose import kopfstate
 from operatorlab.labs.base import Check
 
 if TYPE_CHECKING:
@@ -27,16 +28,17 @@ def get_or_none(call: Callable[[], Any]) -> Any | None:
 
 
 def tenant_evidence(tenant: dict) -> str:
-    """What a Tenant's own object says: phase, message, kopf's handler progress, finalizers."""
+    """What a Tenant's own object says: phase, message, kopf's handler progress (its annotations), finalizers."""
     status = tenant.get("status") or {}
     parts = [f"status.phase={status.get('phase')!r}"]
     if status.get("message"):
         parts.append(f"status.message={status['message'][:160]!r}")
-    progress = (status.get("kopf") or {}).get("progress") or {}
-    for handler, p in progress.items():
-        if p.get("retries") or p.get("failure") or p.get("message"):
-            parts.append(f"status.kopf.progress.{handler}: retries={p.get('retries')} "
-                         f"message={str(p.get('message'))[:120]!r}")
+    # kopf 1.45 keeps a handler's progress in an annotation of its own (kopfstate's docstring says why).
+    for record in kopfstate.progress(tenant["metadata"].get("annotations") or {}):
+        if record.retries or record.failure or record.message:
+            delayed = f" delayed until {record.delayed:%H:%M:%S} UTC" if record.delayed else ""
+            parts.append(f"annotation {record.annotation}: retries={record.retries}{delayed} "
+                         f"message={str(record.message)[:120]!r}")
     if not status:
         parts.append("no status at all")
     if not tenant["metadata"].get("finalizers"):

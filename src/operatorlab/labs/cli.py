@@ -4,7 +4,8 @@
 
     operatorlab lab list                 every lab with a one-line summary (D: also a drill)
     operatorlab lab start ID             set up a known good state, then inject the fault
-    operatorlab lab check ID [--wait S]  run the checks (waiting up to S s for them to pass)
+    operatorlab lab check ID [--wait S]  run the checks (re-run up to S s until they pass; default: the lab's own)
+    operatorlab lab restart ID           start the lab's operator again (as a Deployment replaces a crashed Pod)
     operatorlab lab hint ID [--all]      the next hint (vague first)
     operatorlab lab solve ID             apply the reference fix, then check
     operatorlab lab reset ID             remove everything the lab made
@@ -91,8 +92,24 @@ def lab_check(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
     print(_c(f"{lab.id}: checks", "1"))
     ok = _print_checks(runner.check(lab, settle=args.wait))
+    if not ok:
+        _print_kopf_retries(lab)
     progress.attempted("lab", lab.id, ok)
     return 0 if ok else 1
+
+
+def _print_kopf_retries(lab) -> None:
+    """After failing checks: any retry kopf has put off on one of the lab's Tenants, and how to make it now."""
+    for note in runner.kopf_retries(lab):
+        print(textwrap.fill(f"note: {note}", 100, initial_indent="  ", subsequent_indent="        "))
+
+
+def lab_restart(args: argparse.Namespace) -> int:
+    lab = _lab(args.id)
+    runner.restart(lab)
+    rec = lab.record.processes["operator"]
+    print(f"{lab.id}: the lab's operator started again (pid {rec.pid}); its log: {rec.log}")
+    return 0
 
 
 def lab_hint(args: argparse.Namespace) -> int:
@@ -154,7 +171,8 @@ def _drill_lab():
 def drill_check(_: argparse.Namespace) -> int:
     lab = _drill_lab()
     results, drill = runner.drill_check(lab)
-    _print_checks(results)
+    if not _print_checks(results):
+        _print_kopf_retries(lab)
     progress.attempted("drill", lab.id, drill.finished is not None)
     minutes, seconds = divmod(int(drill.elapsed()), 60)
     hints = lab.record.hints_shown
@@ -193,13 +211,15 @@ def add_parsers(sub) -> None:
         ("hint", lab_hint, "show the next hint"),
         ("solve", lab_solve, "apply the reference fix"),
         ("reset", lab_reset, "remove everything the lab made"),
+        ("restart", lab_restart, "start the lab's operator again, as a Deployment replaces a crashed Pod"),
         ("logs", lab_logs, "show the log of each process the lab runs"),
     ):
         p = lsub.add_parser(action, help=help_)
         p.add_argument("id")
         p.set_defaults(func=_guard(func))
         if action == "check":
-            p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the checks to pass (default 5)")
+            p.add_argument("--wait", type=float, default=None,
+                           help="seconds to re-run the checks until they pass (default: the lab's own settle time)")
         if action == "hint":
             p.add_argument("--all", action="store_true", help="all hints at once")
         if action == "logs":

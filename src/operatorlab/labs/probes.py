@@ -7,16 +7,27 @@ the lab's operator does about it, within a budget:
 :func:`lab_operator_runs`     the process the lab started is the one running, from the learner's
                               file as saved (not an operator started elsewhere, not a stale one);
 :func:`tenant_lifecycle`      a fresh Tenant of a fresh name is created, changed to a fresh value
-                              and deleted: namespace and quota follow, nothing is left Terminating;
+                              and deleted: namespace and quota follow, nothing is left Terminating,
+                              and the lab's operator's own log says it did the work;
+:func:`gap_closed_on_restart` the lab's operator is stopped, a fresh Tenant's namespace deleted
+                              meanwhile, the operator started again: the namespace comes back;
+:func:`handled`               the lab's operator's log says a handler succeeded for a Tenant (so
+                              not an operator started elsewhere did the work);
+:func:`restart`               stop and start the lab's running operator, as a rollout would
+                              (:func:`start_again` after a probe stopped or killed it);
+:func:`settled`               a state check re-run until it passes or its budget runs out;
 :func:`wait`                  a condition within a budget, True or False (never raises).
 
-Each returns a :class:`~operatorlab.grading.Check` whose message names evidence: what was
-still wrong when the budget ran out, and the operator's log to read.
+The probes return a :class:`~operatorlab.grading.Check` whose message names evidence: what
+was still wrong when the budget ran out, and the operator's log to read. A probe that stops
+the operator starts it again before it returns; one that finds it not running says so and
+leaves it: a check must not repair what it grades.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +41,12 @@ if TYPE_CHECKING:
 
 #: Seconds a probe gives the operator for each step (create, update, delete) on an idle cluster.
 STEP_BUDGET = 20.0
+#: Seconds a state check waits for what the operator does at startup (:func:`settled`).
+SETTLE_BUDGET = 5.0
+#: Seconds the namespace controller gets to delete an emptied namespace.
+NAMESPACE_GONE_BUDGET = 30.0
+#: The ids of the Tenant operator's handlers (``operators/tenant/tenant_operator.py``).
+RECONCILE_HANDLER, DELETE_HANDLER = "reconcile", "delete-namespace"
 
 
 def wait(condition: Callable[[], Any], budget: float = STEP_BUDGET, interval: float = 0.3) -> bool:
@@ -61,30 +78,36 @@ def probe_name(prefix: str) -> str:
 
 
 def tenant_lifecycle(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET, update: bool = True,
-                     delete: bool = True, label: str | None = None) -> Check:
+                     delete: bool = True, label: str | None = None,
+                     before_update: Callable[[], str | None] | None = None) -> Check:
     """A fresh Tenant converges: created, changed to a fresh ``cpuQuota``, deleted with its namespace.
 
     The quota values are fresh too (random millicores), so a quota written in advance cannot
-    match. The probe removes its Tenant whatever happens (stripping the finalizer only if the
-    operator did not honour it within the budget).
+    match. Each step must be done by the lab's own operator (:func:`handled`): an operator
+    started elsewhere converges the Tenant just as well, while the lab's stays broken.
+    ``before_update`` perturbs the world between create and update (e.g. :func:`restart`);
+    it returns what went wrong, or None. The probe removes its Tenant whatever happens
+    (stripping the finalizer only if the operator did not honour it within the budget).
     """
-    name = probe_name(prefix)
     label = label or ("a new Tenant converges (created, changed, deleted)" if update and delete
                       else "a new Tenant converges")
+    if not (running := lab_operator_runs(lab)).passed:
+        return Check(label, False, f"not probed: {running.message}")
+    name = probe_name(prefix)
     lab.track(f"{tenants.GROUP}/{tenants.VERSION}", "Tenant", name)
     lab.track("v1", "Namespace", tenants.namespace_of(name))
     first, second = f"{secrets.randbelow(900) + 100}m", f"{secrets.randbelow(900) + 1100}m"
     log = _log_hint(lab)
-    lab.tenants.create(name, first, f"lab {lab.id} probe")
     try:
-        if not wait(lambda: checks.tenant_reconciled(lab.api, name).passed, budget):
-            return Check(label, False, f"Tenant {name} created {budget:g} s ago: "
-                                       f"{checks.tenant_reconciled(lab.api, name).message}. {log}")
+        if failed := _step(lab, name, lambda: lab.tenants.create(name, first, f"lab {lab.id} probe"),
+                           f"created {budget:g} s ago", budget):
+            return Check(label, False, failed)
         if update:
-            lab.tenants.patch_spec(name, cpuQuota=second)
-            if not wait(lambda: checks.tenant_reconciled(lab.api, name).passed, budget):
-                return Check(label, False, f"Tenant {name} changed to cpuQuota {second} {budget:g} s ago: "
-                                           f"{checks.tenant_reconciled(lab.api, name).message}. {log}")
+            if before_update is not None and (failed := before_update()):
+                return Check(label, False, f"Tenant {name} converged; then {failed}")
+            if failed := _step(lab, name, lambda: lab.tenants.patch_spec(name, cpuQuota=second),
+                               f"changed to cpuQuota {second} {budget:g} s ago", budget):
+                return Check(label, False, failed)
         if delete:
             if not delete_tenant(lab, name, budget=budget):
                 return Check(label, False, f"Tenant {name} deleted {budget:g} s ago is still there: "
@@ -92,10 +115,132 @@ def tenant_lifecycle(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET, upda
             orphan = checks.no_orphan_namespace(lab.api, name)
             if not orphan.passed:
                 return Check(label, False, f"Tenant {name} deleted: {orphan.message}")
+            if not wait(lambda: handled(lab, name, DELETE_HANDLER), budget):
+                return Check(label, False, f"Tenant {name} went, but not through the lab's operator: its log never "
+                                           f"says \"[{name}] Handler '{DELETE_HANDLER}' succeeded\". {log}")
     finally:
         delete_tenant(lab, name, force=True)
     steps = "created, changed and deleted" if update and delete else "created"
-    return Check(label, True, f"Tenant {name}: {steps}, each within {budget:g} s")
+    return Check(label, True, f"Tenant {name}: {steps} by the lab's operator, each within {budget:g} s")
+
+
+def _step(lab: Lab, name: str, action: Callable[[], Any], since: str, budget: float) -> str | None:
+    """Do ``action`` to Tenant ``name``; why it did not then converge within ``budget`` s, or None.
+
+    Converged: its namespace and quota match its spec (:func:`checks.tenant_reconciled`), and
+    the lab's operator's log says the reconcile succeeded for it once more than before the
+    action. (A quota already right before the step would pass the first half alone.)
+    """
+    done = _successes(lab, name, RECONCILE_HANDLER)
+    try:
+        action()
+    except (RuntimeError, LabNotStarted) as e:  # the operator did not start again
+        return f"Tenant {name}: {e}"
+    if not wait(lambda: checks.tenant_reconciled(lab.api, name).passed, budget):
+        return f"Tenant {name} {since}: {checks.tenant_reconciled(lab.api, name).message}. {_log_hint(lab)}"
+    if not wait(lambda: _successes(lab, name, RECONCILE_HANDLER) > done, budget):
+        return (f"Tenant {name} {since} matches its spec, but not by the lab's operator: its log has no new "
+                f"\"[{name}] Handler '{RECONCILE_HANDLER}' succeeded\" (is another operator at work?). "
+                f"{_log_hint(lab)}")
+    return None
+
+
+def handled(lab: Lab, name: str, handler: str = RECONCILE_HANDLER, role: str = "operator") -> bool:
+    """Whether the lab's operator's log says ``handler`` succeeded for the object ``name``.
+
+    kopf logs ``[<name>] Handler '<id>' succeeded.`` (INFO, ``kopf/_core/actions/execution.py``)
+    each time a handler returns for an object. The lab's operator logs to a file of the
+    lab's own; an operator started elsewhere does not write there. Only an operator the lab
+    started can pass (an object named afresh by a probe cannot be in an old log).
+    """
+    return _successes(lab, name, handler, role) > 0
+
+
+def _successes(lab: Lab, name: str, handler: str, role: str = "operator") -> int:
+    try:
+        log = lab.operator(role).log()
+    except LabNotStarted:
+        return 0
+    return log.count(f"[{name}] Handler '{handler}' succeeded.")
+
+
+def restart(lab: Lab, role: str = "operator") -> str | None:
+    """Stop the lab's running operator gracefully and start it again from its file; what went wrong, or None.
+
+    As a rollout or a rescheduled Pod does: the same file, kubeconfig and settings, a new
+    process that knows only what the cluster remembers. An operator that is not running is
+    left alone (that is for the learner to notice): a check must not repair what it grades.
+    """
+    try:
+        operator = lab.operator(role)
+    except LabNotStarted as e:
+        return str(e)
+    if not operator.running:
+        return f"the lab's operator (pid {operator.pid}) is not running, so there was nothing to restart"
+    operator.stop()
+    return start_again(lab, role)
+
+
+def start_again(lab: Lab, role: str = "operator") -> str | None:
+    """Start the lab's operator after a probe stopped or killed it; what went wrong, or None."""
+    try:
+        lab.restart_operator(role)
+    except (RuntimeError, LabNotStarted) as e:
+        return f"the lab's operator did not start again: {e}"
+    return None
+
+
+def gap_closed_on_restart(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET,
+                          label: str = "a namespace deleted while the operator is down comes back when it starts"
+                          ) -> Check:
+    """What changed while the operator was down is repaired when it starts again.
+
+    A fresh Tenant converges; the lab's operator is stopped; the Tenant's namespace is
+    deleted (and waited out: the namespace controller empties it first); the operator is
+    started again and must re-create the namespace within ``budget``. No spec changed, so
+    only a handler that runs for every existing object at startup (kopf's ``on.resume``)
+    can see it: nothing else tells the operator.
+    """
+    if not (running := lab_operator_runs(lab)).passed:
+        return Check(label, False, f"not probed: {running.message}")
+    name = probe_name(prefix)
+    namespace = tenants.namespace_of(name)
+    lab.track(f"{tenants.GROUP}/{tenants.VERSION}", "Tenant", name)
+    lab.track("v1", "Namespace", namespace)
+    stopped = False
+    try:
+        if failed := _step(lab, name, lambda: lab.tenants.create(name, f"{secrets.randbelow(900) + 100}m",
+                                                                 f"lab {lab.id} probe"),
+                           f"created {budget:g} s ago", budget):
+            return Check(label, False, failed)
+        lab.operator().stop()
+        stopped = True
+        checks.get_or_none(lambda: lab.core.delete_namespace(namespace))
+        if not wait(lambda: namespace not in lab.tenants.namespaces(), NAMESPACE_GONE_BUDGET):
+            return Check(label, False, f"namespace {namespace}, deleted while the operator was down, was not gone "
+                                       f"after {NAMESPACE_GONE_BUDGET:g} s: is the namespace controller running?")
+        started = time.monotonic()
+        if failed := _step(lab, name, lambda: lab.restart_operator(), f"lost its namespace while the operator "
+                           f"was down; the operator started again {budget:g} s ago", budget):
+            return Check(label, False, failed)
+        stopped = False
+        took = time.monotonic() - started
+    finally:
+        if stopped:
+            start_again(lab)
+        delete_tenant(lab, name, force=True)
+    return Check(label, True, f"namespace {namespace} back {took:.1f} s after the operator started (budget "
+                              f"{budget:g} s)")
+
+
+def settled(check: Callable[[], Check], budget: float = SETTLE_BUDGET) -> Check:
+    """``check()`` re-run until it passes or ``budget`` s pass; its last result.
+
+    For a check of the lab's own objects placed after a probe restarted the operator:
+    what the operator does at startup takes a moment.
+    """
+    outcome = converges(lambda: (c := check()).passed and c, budget=budget, interval=0.3)
+    return outcome.last if outcome.ok else check()
 
 
 def delete_tenant(lab: Lab, name: str, *, budget: float = STEP_BUDGET, force: bool = False) -> bool:

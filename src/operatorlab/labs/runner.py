@@ -5,13 +5,17 @@ The CLI, the notebook panel and the tests all go through these functions.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 from operatorlab.cluster import current
 from operatorlab.cluster.existing import UNAVAILABLE_INJECTIONS
+from operatorlab.diagnose import kopfstate
+from operatorlab.labs import checks as lab_checks
 from operatorlab.labs.base import Check, Lab, LabContext
 from operatorlab.labs.errors import BadState, LabUnavailable
 from operatorlab.labs.state import Drill, read_json, write_json
@@ -103,6 +107,48 @@ def _collect(checks: Iterable[Check], first_failure: bool) -> list[Check]:
         if close is not None:
             close()
     return results
+
+
+def kopf_retries(lab: Lab, now: datetime | None = None) -> list[str]:
+    """In words: each handler kopf is backing off on one of the lab's Tenants, when it retries, how to retry now.
+
+    A check that fails right after a fix may only be waiting for kopf: it recorded the
+    failed attempt's retry time on the object (:func:`kopfstate.backing_off`), and neither
+    the fixed code nor a restart makes it retry sooner. Removing the record does.
+    """
+    now = now or datetime.now(UTC)
+    said = []
+    for obj in lab.record.objects:
+        if obj.kind != "Tenant":
+            continue
+        annotations = _annotations_of_tenant(lab, obj.name)
+        for record in kopfstate.backing_off(annotations, now):
+            assert record.delayed is not None
+            # kopf may keep one record under two keys (its v1 and v2 key formats): both must go.
+            keys = sorted(k for k, v in annotations.items() if v == annotations[record.annotation])
+            last = f": {textwrap.shorten(record.message, 200, placeholder=' ...')}" if record.message else ""
+            said.append(f"kopf waits before it retries handler '{record.handler}' of Tenant {obj.name}: attempt "
+                        f"{record.retries} of its {record.purpose or 'handling'} failed{last}. It retries at "
+                        f"{record.delayed:%H:%M:%S} UTC (in {(record.delayed - now).total_seconds():.0f} s), not "
+                        f"sooner, whatever you fix meanwhile: the retry time is kept on the Tenant, in annotation "
+                        f"{record.annotation}. To retry now, remove it: "
+                        f"kubectl annotate tenant {obj.name} {' '.join(f'{k}-' for k in keys)}")
+    return said
+
+
+def _annotations_of_tenant(lab: Lab, name: str) -> dict[str, str]:
+    """Tenant ``name``'s annotations ({} if it is gone)."""
+    tenant = lab_checks.get_or_none(lambda: lab.custom.get_cluster_custom_object(*lab_checks.TENANTS, name))
+    return dict(((tenant or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def restart(lab: Lab, role: str = "operator") -> None:
+    """Start the lab's operator of ``role`` again, stopped first if it runs: what ``operatorlab lab restart`` does.
+
+    As a Deployment brings back a crashed Pod: the same file, kubeconfig and settings. This
+    is the lab's own operator, the one its checks grade, not a second one started elsewhere.
+    """
+    lab.restart_operator(role)
 
 
 def hint(lab: Lab, *, all_hints: bool = False) -> list[str]:
