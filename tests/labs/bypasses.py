@@ -1,9 +1,9 @@
 """Shared by the bypass tests of the labs around broken copies of the Tenant operator.
 
 Each such module proves what is *not* the fix fails a named check: it starts the lab
-(setup + inject) once per test on a cluster of its own, in the xdist group ``labs-bypasses``
-(beside the other Tenant labs' cluster, never on it: two Tenant operators would fight), and
-asks which check fails first.
+(setup + inject) once per test on a cluster of the module's own, in an xdist group of its own
+(``labs-<id>``, as the take-over lab's bypasses: beside the other Tenant labs' cluster, never on
+it, as two Tenant operators would fight), and asks which check fails first.
 """
 
 from __future__ import annotations
@@ -18,15 +18,18 @@ from operatorlab.labs import Lab, registry, runner
 from operatorlab.labs.state import LabState
 from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
 
-GROUP = "tenant-operator" if ON_EXISTING_CLUSTER else "labs-bypasses"
+
+def group(lab_id: str) -> str:
+    """The xdist group (and cluster name) of a lab's bypass tests; on an existing cluster, the Tenant operators'."""
+    return "tenant-operator" if ON_EXISTING_CLUSTER else f"labs-{lab_id}"
 
 
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(lab_id: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """For a module-scoped fixture to yield: a cluster of the module's own (the session's on an existing one)."""
     if ON_EXISTING_CLUSTER:
         yield current()
         return
-    yield from own_cluster(GROUP, tmp_path_factory)
+    yield from own_cluster(group(lab_id), tmp_path_factory)
 
 
 def started(lab_id: str, on: Cluster, tmp_path: Path, nothing_left: Callable[[Lab, LabState], None]) -> Iterator[Lab]:

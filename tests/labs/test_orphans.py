@@ -14,7 +14,8 @@ from operatorlab import tenants
 from operatorlab.labs import Lab
 from tests.labs import bypasses
 
-pytestmark = pytest.mark.xdist_group(bypasses.GROUP)
+LAB = "orphans"
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 RUNS = "the lab's operator is running"
 COLLECTED = "a Tenant deleted while its operator is down takes its namespace with it (garbage collection)"
@@ -22,12 +23,12 @@ COLLECTED = "a Tenant deleted while its operator is down takes its namespace wit
 
 @pytest.fixture(scope="module")
 def orphans_cluster(tmp_path_factory):
-    yield from bypasses.cluster(tmp_path_factory)
+    yield from bypasses.cluster(LAB, tmp_path_factory)
 
 
 @pytest.fixture
 def lab(tmp_path, orphans_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started("orphans", orphans_cluster, tmp_path, nothing_left)
+    yield from bypasses.started(LAB, orphans_cluster, tmp_path, nothing_left)
 
 
 def test_deleting_the_leftover_by_hand_is_not_a_fix(lab):
