@@ -6,7 +6,8 @@ exact text to search and replace:
 - :class:`ReplaceFunction`: a function's ``def`` (signature and body) becomes other code;
   its decorators stay;
 - :class:`DropDecorator`: one decorator (``kopf.on.resume``...) goes from a function's list;
-- :class:`ReplaceAssignment`: the module-level assignment that binds a name becomes other code.
+- :class:`ReplaceAssignment`: the module-level assignment that binds a name becomes other code;
+- :class:`PrependToFunction`: statements go in at the start of a function's body (a step added).
 
 So the operator's docstrings, comments and unrelated code may change freely without
 breaking a lab, and the variant is made from the real operator at setup time, so it
@@ -138,6 +139,34 @@ class ReplaceAssignment:
 
     def replacement(self, lines: list[str], region: Region) -> list[str]:
         return _lines_of(self.source)
+
+
+@dataclass(frozen=True)
+class PrependToFunction:
+    """Insert ``source`` (statements, unindented) at the start of ``name``'s body, after its docstring.
+
+    For a bug that is one step *added* to working code (a handler that also stamps its own
+    object): the rest of the function stays as the operator has it, and :func:`restore`
+    puts back the whole ``def``, as for :class:`ReplaceFunction`.
+    """
+
+    name: str
+    source: str
+
+    def region(self, tree: ast.Module) -> Region:
+        return ReplaceFunction(self.name, "").region(tree)
+
+    def replacement(self, lines: list[str], region: Region) -> list[str]:
+        start, end = region
+        node = ast.parse("".join(lines[start:end]).lstrip()).body[0]  # the def alone, its decorators aside
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        first = node.body[0]
+        has_docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str)
+        at = (first.end_lineno if has_docstring else first.lineno - 1) or 0  # lines into the region
+        indent = " " * first.col_offset
+        inserted = [f"{indent}{line}" if line.strip() else line for line in _lines_of(self.source)]
+        return lines[start:start + at] + inserted + lines[start + at:end]
 
 
 def _bound_names(node: ast.Assign | ast.AnnAssign) -> set[str]:
