@@ -21,7 +21,7 @@ objects it made) is a typed record in its state file (:mod:`~operatorlab.labs.st
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -202,19 +202,22 @@ class Lab:
             raise LabNotStarted(f"lab {self.id!r} runs no operator {role!r}: run `operatorlab lab start {self.id}`")
         return OperatorProcess(rec.path, kubeconfig=rec.kubeconfig, env=rec.env,
                                env_file=Path(rec.env_file) if rec.env_file else None, log_path=Path(rec.log),
-                               attached=False, identity=rec.identity)
+                               attached=False, identity=rec.identity, namespaces=rec.namespaces)
 
     def run_operator(self, path: Path, role: str = "operator", *, kubeconfig: Path | None = None,
-                     env: dict[str, str] | None = None, env_file: Path | None = None) -> OperatorProcess:
+                     env: dict[str, str] | None = None, env_file: Path | None = None,
+                     namespaces: Sequence[str] = ()) -> OperatorProcess:
         """Start the operator file ``path`` as ``role`` (replacing an earlier one), detached, and record it.
 
         It talks to the lab's cluster as admin unless ``kubeconfig`` says otherwise (a
-        ServiceAccount, the fault proxy).
+        ServiceAccount, the fault proxy), and watches ``namespaces`` only, if given (a lab of a
+        namespaced resource keeps to its own namespace: other operators may run beside it).
         """
         if (earlier := self.record.processes.get(role)) is not None:
             earlier.identity.stop()
         operator = OperatorProcess(path, kubeconfig=kubeconfig or self.ctx.kubeconfig, env=env, env_file=env_file,
-                                   log_path=self.ctx.state_dir / f"{self.id}-{role}.log", attached=False)
+                                   log_path=self.ctx.state_dir / f"{self.id}-{role}.log", attached=False,
+                                   namespaces=namespaces)
         return self._start(operator, role)
 
     def restart_operator(self, role: str = "operator") -> OperatorProcess:
@@ -239,7 +242,7 @@ class Lab:
                 "operator", started.identity.pid, started.identity.started, str(started.log_path),
                 port=started.liveness_port, path=str(started.path), kubeconfig=str(started.kubeconfig),
                 env=started.env, env_file=str(started.env_file) if started.env_file else None,
-                fingerprint=started.fingerprint())
+                fingerprint=started.fingerprint(), namespaces=list(started.namespaces))
             self.state.save()
 
         return operator.start(on_spawn=record)

@@ -38,7 +38,7 @@ class ProcessRecord:
     """A process a lab started (an operator or a fault proxy), found again by its identity.
 
     For an operator it also holds how to start it again (``path``, ``kubeconfig``, ``env``,
-    ``env_file``) and the :meth:`~operatorlab.operators.OperatorProcess.fingerprint` of its
+    ``env_file``, the ``namespaces`` it watches: none means all) and the :meth:`~operatorlab.operators.OperatorProcess.fingerprint` of its
     source when it started, so ``lab check`` notices a learner's edit.
     """
 
@@ -52,6 +52,7 @@ class ProcessRecord:
     env: dict[str, str] = field(default_factory=dict)
     env_file: str | None = None
     fingerprint: str | None = None
+    namespaces: list[str] = field(default_factory=list)
 
     @property
     def identity(self) -> Identity:

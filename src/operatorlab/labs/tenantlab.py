@@ -82,5 +82,5 @@ class VariantLab(TenantLab):
         """The real operator's source, which the variant is made from."""
         return operator_path(self.variant_of).read_text()
 
-    def start_variant(self, *, kubeconfig: Path | None = None) -> OperatorProcess:
-        return self.run_operator(self.learner_copy, kubeconfig=kubeconfig)
+    def start_variant(self, *, kubeconfig: Path | None = None, namespaces: Sequence[str] = ()) -> OperatorProcess:
+        return self.run_operator(self.learner_copy, kubeconfig=kubeconfig, namespaces=namespaces)
