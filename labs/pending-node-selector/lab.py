@@ -56,8 +56,9 @@ class PendingNodeSelector(Lab):
 
     def check(self) -> Iterator[Check]:
         spec = {**w.template_spec(self, NAMESPACE, APP), "nodeSelector": SELECTOR}
-        yield w.pod_placed(self, NAMESPACE, spec, label=PLACED)
-        yield w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET)
+        placed = w.pod_placed(self, NAMESPACE, spec, label=PLACED)
+        yield placed
+        yield w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET if placed.passed else 0)
 
     def solve(self) -> None:
         for node in _labelled(self):

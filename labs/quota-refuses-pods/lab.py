@@ -58,10 +58,12 @@ class QuotaRefusesPods(TenantLab):
         # backing off after many refusals (its work queue retries a failing key ever more slowly).
         fresh = REPLICAS + 1 + secrets.randbelow(2)
         try:
-            yield w.scale_completes(self, NAMESPACE, APP, replicas=fresh, label=SCALES)
+            scaled = w.scale_completes(self, NAMESPACE, APP, replicas=fresh, label=SCALES)
+            yield scaled
         finally:
             w.apps(self).patch_namespaced_deployment_scale(APP, NAMESPACE, {"spec": {"replicas": REPLICAS}})
-        yield w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET)
+        # Back to its replicas: seconds once Pods are admitted (while they are not, nothing to wait for).
+        yield w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET if scaled.passed else 0)
         yield checks.tenant_reconciled(self.api, TENANT)
 
     def solve(self) -> None:

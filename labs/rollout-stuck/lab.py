@@ -51,13 +51,16 @@ class RolloutStuck(Lab):
         _set_cpu(self, BAD_CPU)
 
     def check(self) -> Iterator[Check]:
-        running = w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET)
+        placed = w.pod_placed(self, NAMESPACE, w.template_spec(self, NAMESPACE, APP), label=PLACED)
+        yield placed
+        # While the template's Pods find no node, the rollout cannot finish: nothing to wait for.
+        running = w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING,
+                                     budget=w.BUDGET if placed.passed else 0)
         yield running
         if not running.passed:  # a rollout on top of a stuck one would only bury the revision to go back to
             yield Check(ROLLS, False, "not tried: the current rollout has not finished")
         else:
             yield w.rollout_completes(self, NAMESPACE, APP, replicas=REPLICAS, label=ROLLS)
-        yield w.pod_placed(self, NAMESPACE, w.template_spec(self, NAMESPACE, APP), label=PLACED)
 
     def solve(self) -> None:
         _set_cpu(self, GOOD["requests"]["cpu"])

@@ -43,9 +43,11 @@ class SchedulerDown(Lab):
         w.restart(self, NAMESPACE, APP)  # kubectl rollout restart
 
     def check(self) -> Iterator[Check]:
-        yield w.pod_placed(self, NAMESPACE, w.template_spec(self, NAMESPACE, APP), label=PLACED)
-        # The restart's new Pod was Pending since inject: once Pods are placed again, they follow within seconds.
-        yield w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET)
+        placed = w.pod_placed(self, NAMESPACE, w.template_spec(self, NAMESPACE, APP), label=PLACED)
+        yield placed
+        # The restart's new Pod was Pending since inject: once Pods are placed again, it follows within
+        # seconds (while they are not, there is nothing to wait for).
+        yield w.deployment_ready(self, NAMESPACE, APP, REPLICAS, label=RUNNING, budget=w.BUDGET if placed.passed else 0)
 
     def solve(self) -> None:
         start_component(self.ctx.cluster, COMPONENT)
