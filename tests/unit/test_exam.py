@@ -31,10 +31,18 @@ def test_the_clock_and_the_drill_in_front_of_the_learner():
 
 def test_a_result_counts_time_up_to_the_deadline_and_says_each_drill_in_words():
     e = exam.Exam(tasks=[exam.Task("a", solved=True, seconds=192.0, hints=1), exam.Task("b", skipped=True, seconds=9),
-                         exam.Task("c", seconds=60.0)], minutes=5, started=0.0)
+                         exam.Task("c", seconds=60.0), exam.Task("d", solution_shown=True, seconds=8.0)],
+                  minutes=5, started=0.0)
     r = exam.result(e, now=10_000.0)  # graded long after the deadline: the exam used its 5 minutes, no more
-    assert (r.solved, r.count, r.used_seconds) == (1, 3, 300.0)
-    assert r.line().endswith("1/3 solved (33%) in 5:00 of 5 min: a (3:12, 1 hint), b - (skipped), c -")
+    assert (r.solved, r.count, r.used_seconds) == (1, 4, 300.0)
+    assert r.line().endswith("1/4 solved (25%) in 5:00 of 5 min: a (3:12, 1 hint), b - (skipped), c -, "
+                             "d - (solution shown)")
+
+
+def test_time_spent_breaking_and_resetting_drills_is_not_the_learners():
+    e = exam.Exam(tasks=[exam.Task("a")], minutes=1, started=0.0, setup_seconds=20.0)
+    assert e.remaining(now=70.0) == 10.0  # 60 s of budget + 20 s of setup, 70 s after the start
+    assert exam.result(e, now=50.0).used_seconds == 30.0
 
 
 def test_the_history_keeps_every_exam_and_refuses_another_format(tmp_path):

@@ -18,9 +18,11 @@ unit-tested; what it does to the cluster goes through :mod:`~operatorlab.labs.ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +47,8 @@ class Task:
     seconds: float | None = None  # from its start to the check that passed
     hints: int = 0
     skipped: bool = False
+    solution_shown: bool = False  # the reference repair was applied (operatorlab lab solve): not scored
+
 
     @property
     def done(self) -> bool:
@@ -59,10 +63,12 @@ class Exam:
     minutes: float
     started: float = field(default_factory=time.time)
     finished: float | None = None
+    #: Seconds spent breaking and resetting the cluster between drills: not the learner's time.
+    setup_seconds: float = 0.0
 
     @property
     def deadline(self) -> float:
-        return self.started + self.minutes * 60
+        return self.started + self.minutes * 60 + self.setup_seconds
 
     def remaining(self, now: float | None = None) -> float:
         """Seconds left (0 once the budget is spent)."""
@@ -98,7 +104,7 @@ class Result:
 
 def _task_words(task: Task) -> str:
     if not task.solved:
-        return f"{task.lab} -" + (" (skipped)" if task.skipped else "")
+        return f"{task.lab} -" + (" (skipped)" if task.skipped else " (solution shown)" if task.solution_shown else "")
     minutes, seconds = divmod(int(task.seconds or 0), 60)
     hints = f", {task.hints} hint{'s' if task.hints != 1 else ''}" if task.hints else ""
     return f"{task.lab} ({minutes}:{seconds:02d}{hints})"
@@ -124,7 +130,8 @@ def result(exam: Exam, now: float | None = None) -> Result:
     end = time.time() if now is None else now
     solved, count = exam.score()
     return Result(finished=datetime.fromtimestamp(end, UTC).isoformat(timespec="seconds"), minutes=exam.minutes,
-                  used_seconds=round(min(end, exam.deadline) - exam.started, 1), solved=solved, count=count,
+                  used_seconds=round(min(end, exam.deadline) - exam.started - exam.setup_seconds, 1),
+                  solved=solved, count=count,
                   tasks=exam.tasks)
 
 
@@ -180,10 +187,21 @@ def _start_task(ctx: LabContext, exam: Exam) -> Lab:
     task = exam.current()
     assert task is not None
     lab = runner.create(registry.get(task.lab), ctx)
-    runner.drill_start(lab)
+    with _setup_time(exam):
+        runner.drill_start(lab)
     task.started = time.time()
     _save(ctx, exam)
     return lab
+
+
+@contextlib.contextmanager
+def _setup_time(exam: Exam) -> Iterator[None]:
+    """Count the time of the block as the exam's own (breaking or resetting a drill), not the learner's."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        exam.setup_seconds += time.monotonic() - started
 
 
 def lab_of(ctx: LabContext, exam: Exam) -> Lab | None:
@@ -220,14 +238,14 @@ def grade(ctx: LabContext, *, skip: bool = False, stop: bool = False, history: P
     if task is not None and lab is not None:
         if not skip:
             checks = runner.check(lab, settle=5.0)
-        task.hints = lab.record.hints_shown if lab.state.exists else task.hints
-        if checks and all(c.passed for c in checks):
-            task.solved, task.seconds = True, round(time.time() - (task.started or exam.started), 1)
-        elif skip or stop or exam.remaining() == 0:
-            task.skipped = skip
+        if lab.state.exists:
+            task.hints, task.solution_shown = lab.record.hints_shown, lab.record.solved
+        passed = bool(checks) and all(c.passed for c in checks)
+        if passed or skip or stop or exam.remaining() == 0:
+            task.solved, task.skipped = passed and not task.solution_shown, skip and not passed
             task.seconds = round(time.time() - (task.started or exam.started), 1)
-        if task.done:
-            runner.reset(lab)
+            with _setup_time(exam):
+                runner.reset(lab)
         _save(ctx, exam)
     grading = Grading(exam, task, checks)
     if stop or exam.remaining() == 0 or exam.current() is None:

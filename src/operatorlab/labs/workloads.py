@@ -6,7 +6,8 @@ endpoints, a stuck rollout, a quota refusing Pods) must not be passed by making 
 paused or scaled to nothing. So its check makes fresh work happen and times it:
 
 :func:`pod_placed`         a fresh Pod (fresh name, a label no controller selects) gets a node
-                           from the scheduler within a budget;
+                           from the scheduler within a budget (and, if asked, runs there);
+:func:`nodes_ready`        every Node is Ready, or gets there within a budget;
 :func:`pod_joins_service`  a fresh Pod of an app shows up, ready, in its Service's EndpointSlices
                            (made by the EndpointSlice controller, not by hand);
 :func:`rollout_completes`  a fresh rollout of a Deployment (a new template annotation) finishes;
@@ -79,8 +80,10 @@ def template_spec(lab: Lab, namespace: str, name: str) -> dict[str, Any]:
 # -- probes: fresh work, timed --------------------------------------------------------------------
 
 
-def pod_placed(lab: Lab, namespace: str, spec: dict[str, Any], *, label: str, budget: float = BUDGET) -> Check:
-    """A fresh Pod of ``spec`` (any ``nodeName`` dropped) is bound to a node within ``budget`` s.
+def pod_placed(lab: Lab, namespace: str, spec: dict[str, Any], *, label: str, budget: float = BUDGET,
+               ready: bool = False) -> Check:
+    """A fresh Pod of ``spec`` (any ``nodeName`` dropped) is bound to a node within ``budget`` s
+    (and, with ``ready``, reported Ready by that node's kubelet, here kwok).
 
     The Pod carries only the probe label, so no ReplicaSet adopts it; it is deleted afterwards.
     """
@@ -88,14 +91,28 @@ def pod_placed(lab: Lab, namespace: str, spec: dict[str, Any], *, label: str, bu
     spec = {k: v for k, v in spec.items() if k != "nodeName"}
     _create_pod(lab, namespace, name, {PROBE_LABEL: name}, spec)
     try:
-        outcome = converges(lambda: _pod(lab, namespace, name).spec.node_name, budget=budget, interval=0.2)
+        outcome = converges(lambda: _placed(_pod(lab, namespace, name), ready), budget=budget, interval=0.2)
         if outcome.ok:
-            return Check(label, True, f"Pod {namespace}/{name} placed on node {outcome.last} "
-                                      f"in {outcome.seconds:.1f} s (budget {budget:g} s)")
-        return Check(label, False, f"Pod {namespace}/{name}, created {budget:g} s ago, has no node: "
-                                   f"{scheduling_evidence(_pod(lab, namespace, name))}")
+            return Check(label, True, f"Pod {namespace}/{name} {'running' if ready else 'placed'} on node "
+                                      f"{outcome.last} in {outcome.seconds:.1f} s (budget {budget:g} s)")
+        pod = _pod(lab, namespace, name)
+        if not pod.spec.node_name:
+            return Check(label, False, f"Pod {namespace}/{name}, created {budget:g} s ago, has no node: "
+                                       f"{scheduling_evidence(pod)}")
+        return Check(label, False, f"Pod {namespace}/{name}, placed on node {pod.spec.node_name}, is not Ready "
+                                   f"{budget:g} s after its creation: status.phase={pod.status.phase}, conditions "
+                                   f"{[(c.type, c.status) for c in pod.status.conditions or []]}")
     finally:
         _delete_pod(lab, namespace, name)
+
+
+def _placed(pod: Any, ready: bool) -> str | None:
+    """The Pod's node once it has one (and, with ``ready``, once it is Ready), else None."""
+    if not pod.spec.node_name:
+        return None
+    if ready and not any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []):
+        return None
+    return str(pod.spec.node_name)
 
 
 def pod_joins_service(lab: Lab, namespace: str, service: str, labels: dict[str, str], spec: dict[str, Any], *,
@@ -157,6 +174,28 @@ def deployment_ready(lab: Lab, namespace: str, name: str, replicas: int, *, labe
     if outcome.ok:
         return Check(label, True, f"{replicas}/{replicas} ready")
     return Check(label, False, rollout_evidence(lab, apps(lab).read_namespaced_deployment(name, namespace)))
+
+
+def nodes_ready(lab: Lab, *, label: str, budget: float = 0.0) -> Check:
+    """Every Node's Ready condition is True, or gets there within ``budget`` s."""
+    outcome = converges(lambda: not _not_ready(lab), budget=budget, interval=0.3)
+    if outcome.ok:
+        return Check(label, True, "every Node Ready")
+    return Check(label, False, "; ".join(_not_ready(lab)) + " (kubectl describe node)")
+
+
+def _not_ready(lab: Lab) -> list[str]:
+    """Each Node that is not Ready, in words: its Ready condition and its taints."""
+    said = []
+    nodes: list[Any] = lab.core.list_node().items
+    for node in nodes:
+        ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
+        if ready is None or ready.status != "True":
+            condition = "no Ready condition" if ready is None else (
+                f"Ready={ready.status} ({ready.reason}: {ready.message}), last heartbeat {ready.last_heartbeat_time}")
+            taints = [f"{t.key}:{t.effect}" for t in node.spec.taints or []]
+            said.append(f"Node {node.metadata.name}: {condition}; taints {taints}")
+    return said
 
 
 def _ready_within(lab: Lab, namespace: str, name: str, replicas: int, label: str, budget: float,
