@@ -55,3 +55,17 @@ def test_the_history_keeps_every_exam_and_refuses_another_format(tmp_path):
     path.write_text('{"version": 99, "exams": []}')
     with pytest.raises(BadState, match="format 99"):
         exam.load_history(path)
+
+
+def test_the_history_command_prints_one_line_per_exam(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "history.json"
+    env = {**os.environ, "OPERATORLAB_EXAM_HISTORY": str(path)}
+    command = [sys.executable, "-m", "operatorlab.cli", "drill", "exam", "--history"]
+    exam.save_result(exam.result(exam.Exam(tasks=[exam.Task("a", solved=True, seconds=75.0)], minutes=2,
+                                           started=0.0), now=100.0), path)
+    listed = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, check=True)
+    assert listed.stdout.strip().endswith("1/1 solved (100%) in 1:40 of 2 min: a (1:15)")

@@ -1,7 +1,7 @@
 """Workloads for the cluster-troubleshooting drills, and the fresh work their checks make happen.
 
-A drill about the cluster itself (a stopped scheduler, Pods no node takes, a Service with no
-endpoints, a stuck rollout, a quota refusing Pods) must not be passed by making the cluster
+A drill about the cluster itself (a stopped scheduler, a node gone dark, Pods no node takes, a
+Service with no endpoints, a stuck rollout, a quota refusing Pods) must not be passed by making the cluster
 *look* repaired: Pods bound to a node by hand, an EndpointSlice written by hand, a rollout
 paused or scaled to nothing. So its check makes fresh work happen and times it:
 
@@ -33,7 +33,7 @@ from operatorlab.labs import checks
 if TYPE_CHECKING:
     from operatorlab.labs.base import Lab
 
-#: A container image that runs anywhere (kwok runs none; a real kubelet pulls 300 kB).
+#: A container image that runs anywhere and does nothing (kwok runs no container; a real kubelet pulls a tiny image).
 IMAGE = "registry.k8s.io/pause:3.10"
 #: Put on the probes' Pods and templates: no workload's selector names it.
 PROBE_LABEL = "hedronite.io/drill-probe"
@@ -41,7 +41,7 @@ PROBE_LABEL = "hedronite.io/drill-probe"
 BUDGET = 15.0
 
 
-def deployment(name: str, *, replicas: int, namespace: str | None = None, node_selector: dict[str, str] | None = None,
+def deployment(name: str, *, replicas: int, node_selector: dict[str, str] | None = None,
                resources: dict[str, Any] | None = None, progress_deadline: int = 600) -> dict[str, Any]:
     """A Deployment ``name`` whose Pods are labelled ``app: <name>`` (one pause container)."""
     container: dict[str, Any] = {"name": name, "image": IMAGE}
@@ -50,10 +50,7 @@ def deployment(name: str, *, replicas: int, namespace: str | None = None, node_s
     spec: dict[str, Any] = {"containers": [container], "terminationGracePeriodSeconds": 0}
     if node_selector:
         spec["nodeSelector"] = node_selector
-    metadata: dict[str, Any] = {"name": name, "labels": {"app": name}}
-    if namespace:
-        metadata["namespace"] = namespace
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata,
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
             "spec": {"replicas": replicas, "progressDeadlineSeconds": progress_deadline,
                      "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
