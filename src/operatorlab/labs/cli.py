@@ -11,6 +11,7 @@
     operatorlab lab reset ID             remove everything the lab made
     operatorlab lab logs ID [--lines N]  the log of each process the lab runs (its operator, a proxy)
     operatorlab drill list | start ID | check | hint
+    operatorlab drill exam [--minutes N] [--count K] | --skip | --stop | --history
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from operatorlab import progress
 from operatorlab.faults.components import ComponentUnavailable
 from operatorlab.faults.variants import VariantError
-from operatorlab.labs import registry, runner
+from operatorlab.labs import exam, registry, runner
 from operatorlab.labs.base import Check
 from operatorlab.labs.errors import LabError, LabNotStarted
 from operatorlab.terminal import color as _c
@@ -232,3 +233,54 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=_guard(drill_start))
     dsub.add_parser("check", help="grade the running drill").set_defaults(func=_guard(drill_check))
     dsub.add_parser("hint", help="a hint (counted)").set_defaults(func=_guard(drill_hint))
+    _add_exam_parser(dsub)
+
+
+# -- operatorlab drill exam: drills back to back under one time budget (labs/exam.py) --------------
+
+
+def _print_task(lab, remaining: float) -> None:
+    minutes, seconds = divmod(int(remaining), 60)
+    print(f"drill {_c(lab.id, '1')} ({minutes}:{seconds:02d} left). Task: {lab.summary}.\n"
+          f"When done: operatorlab drill exam   (hints: operatorlab drill hint; give up on it: --skip)")
+
+
+def drill_exam(args: argparse.Namespace) -> int:
+    """Start an exam, or grade the drill in front of the learner and move on; or show the history."""
+    if args.history:
+        results = exam.load_history()
+        print("\n".join(r.line() for r in results) if results else "no exam taken yet: operatorlab drill exam")
+        return 0
+    ctx = runner.context()
+    if exam.current(ctx) is None:
+        if args.skip or args.stop:
+            raise LabNotStarted("no exam running: operatorlab drill exam [--minutes N] [--count K]")
+        started, lab = exam.start(ctx, minutes=args.minutes, count=args.count)
+        progress.started("drill", lab.id)
+        print(_c(f"exam: {len(started.tasks)} drill(s) in {args.minutes:g} min; the clock runs.", "1"))
+        _print_task(lab, started.remaining())
+        return 0
+    grading = exam.grade(ctx, skip=args.skip, stop=args.stop)
+    if grading.task is not None and grading.checks:
+        _print_checks(grading.checks)
+        progress.attempted("drill", grading.task.lab, grading.task.solved)
+    if grading.result is not None:
+        print(_c(f"exam over: {grading.result.line()}", "32" if grading.result.solved else "33"))
+        return 0
+    if grading.next_lab is not None:
+        progress.started("drill", grading.next_lab.id)
+        _print_task(grading.next_lab, grading.exam.remaining())
+        return 0
+    minutes, seconds = divmod(int(grading.exam.remaining()), 60)
+    print(f"not yet: {minutes}:{seconds:02d} left for the exam")
+    return 1
+
+
+def _add_exam_parser(dsub) -> None:
+    p = dsub.add_parser("exam", help="drills back to back under one time budget, scored")
+    p.add_argument("--minutes", type=float, default=30.0, help="the exam's time budget (default 30)")
+    p.add_argument("--count", type=int, default=3, help="how many drills, picked at random (default 3)")
+    p.add_argument("--skip", action="store_true", help="leave the current drill unsolved and go on")
+    p.add_argument("--stop", action="store_true", help="end the exam now")
+    p.add_argument("--history", action="store_true", help="the scores of past exams")
+    p.set_defaults(func=_guard(drill_exam))
