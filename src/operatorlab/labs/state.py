@@ -38,8 +38,9 @@ class ProcessRecord:
     """A process a lab started (an operator or a fault proxy), found again by its identity.
 
     For an operator it also holds how to start it again (``path``, ``kubeconfig``, ``env``,
-    ``env_file``, the ``namespaces`` it watches: none means all) and the :meth:`~operatorlab.operators.OperatorProcess.fingerprint` of its
-    source when it started, so ``lab check`` notices a learner's edit.
+    ``env_file``, the ``namespaces`` it watches: none means all) and the
+    :meth:`~operatorlab.operators.OperatorProcess.fingerprint` of its source when it started,
+    so ``lab check`` notices a learner's edit.
     """
 
     kind: Literal["operator", "proxy"]
