@@ -47,7 +47,8 @@ def _resync(lab, seconds: str) -> None:
 def test_putting_the_policy_back_by_hand_is_not_a_fix(lab):
     client.NetworkingV1Api(lab.api).create_namespaced_network_policy("lab-drift-app", {
         "metadata": {"name": "baseline-default-deny", "labels": {
-            "app.kubernetes.io/managed-by": "namespacebaseline-operator", "hedronite.io/namespacebaseline": "lab-drift"}},
+            "app.kubernetes.io/managed-by": "namespacebaseline-operator",
+            "hedronite.io/namespacebaseline": "lab-drift"}},
         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}})
     assert first_failing(lab) == HEALS  # the probe's own deletion stays
 
