@@ -5,8 +5,9 @@ ServiceAccount to ``cluster-admin``, or a ClusterRole of ``*`` verbs on ``*``, m
 work too. So the check asks the API server itself what the account may do, as the
 account: a ``SelfSubjectRulesReview`` (what ``kubectl auth can-i --list --as=...``
 shows) in every namespace, which the RBAC authorizer answers from every binding that
-applies to the account, its groups included (k8s.io/apiserver ``RulesFor`` and RBAC's
-``VisitRulesFor``, Kubernetes v1.36). Every granted rule must be covered by the
+applies to the account, its groups included (Kubernetes v1.36.3:
+``plugin/pkg/auth/authorizer/rbac/rbac.go`` ``RBACAuthorizer.RulesFor``, through
+``pkg/registry/rbac/validation/rule.go`` ``VisitRulesFor``). Every granted rule must be covered by the
 reference rules; the few rules every authenticated user holds (``system:basic-user``:
 create its own access and rules reviews; ``system:discovery``: GET on discovery paths)
 are allowed as well.
