@@ -42,7 +42,7 @@ HOST = '''
 # --- The lab's host, not part of the lesson's module ------------------------------------
 # Lesson 02's list-watch Tenant controller, run with the rules above: its reflector asks
 # decide() in this file what to do after every LIST and WATCH. kopf only hosts it here (the
-# process's startup, liveness probe and log); no kopf handler watches anything.
+# process's startup, liveness probe and log); no kopf handler watches Tenants.
 
 import kopf  # noqa: E402
 from kubernetes import config  # noqa: E402
