@@ -1,29 +1,83 @@
-"""api-pressure: the apiserver answers 429 Too Many Requests; the operator must back off, not hot-loop."""
+"""api-pressure: the learner's copy of the Tenant operator answers a 429 by retrying at once, in a loop.
+
+The broken variant's ``_get_or_create`` re-sends a create the API server refused with
+``429 Too Many Requests`` straight away, ignoring ``Retry-After``, until one gets through:
+under overload it multiplies the load that caused the overload. The check forces the fault
+itself: it answers every quota create of a fresh Tenant with 429 (Retry-After 2 s) for a
+few seconds, counts the refused creates and their spacing at the proxy, lifts the pressure
+and times the Tenant's convergence.
+"""
 
 from __future__ import annotations
 
-import itertools
+import secrets
+from collections.abc import Iterator
 
-from operatorlab.labs import Check, checks
-from operatorlab.labs.tenantlab import TenantLab
+from operatorlab import tenants
+from operatorlab.faults.variants import ReplaceFunction
+from operatorlab.grading import Check, converges
+from operatorlab.labs import checks, probes
+from operatorlab.labs.api_traffic import gaps
+from operatorlab.labs.tenantlab import TENANT_API_VERSION, VariantLab
+from operatorlab.wait import eventually
 
 OK, NEW = "lab-ap-calm", "lab-ap-rush"
-RETRY_AFTER = 3
-RULE = {"action": "status", "status": 429, "retry_after": RETRY_AFTER, "method": "POST",
-        "path": "/resourcequotas$", "name": "429 on quota create"}
+RETRY_AFTERS = (2, 3)  # what the check's 429s ask for: a fresh one each run, so no fixed pause matches by luck
+PRESSURE = 7.0  # seconds the check keeps refusing a probe Tenant's quota create
+STORM = 300  # refusals inject answers before the "overload" passes
+# The quota of one Tenant: what the fault proxy refuses.
+QUOTA_CREATE = "^/api/v1/namespaces/{namespace}/resourcequotas$"
+
+# "The API server is busy: send it again until it takes it." Re-sends a refused create at
+# once, ignoring Retry-After.
+BROKEN_GET_OR_CREATE = '''\
+def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[Any, bool]:
+    """GET an object, or create it if it is missing; return (object, created).
+
+    A 409 on create means someone else created it between our GET and POST
+    (another controller, or our own previous life): read theirs, carry on.
+    A busy API server (429) is asked again until it takes the create:
+    a Tenant should not wait for the next retry.
+    """
+    try:
+        return read(), False
+    except ApiException as e:
+        if e.status != 404:
+            raise
+    while True:
+        try:
+            return create(), True
+        except ApiException as e:
+            if e.status == 409:
+                return read(), False
+            if e.status != 429:
+                raise
+'''
 
 
-class ApiPressure(TenantLab):
+def pressure_rule(namespace: str, retry_after: float, *, times: int | None = None) -> dict:
+    """The fault proxy's rule: every quota create in ``namespace`` answered 429 with ``Retry-After``."""
+    return {"action": "status", "status": 429, "retry_after": retry_after, "method": "POST",
+            "path": QUOTA_CREATE.format(namespace=namespace), "times": times,
+            "name": f"429 on {namespace} quota create"}
+
+
+class ApiPressure(VariantLab):
     title = "429: back off, don't hammer"
-    summary = "the apiserver throttles quota creation (429 + Retry-After): watch TemporaryError back off, no hot loop"
-    settle = 30.0
+    summary = "during a short API overload the operator sent hundreds of quota creates, one right after another"
+    settle = 0.0  # each check run forces the fault on a fresh Tenant and waits as it goes
+    edits = (ReplaceFunction("_get_or_create", BROKEN_GET_OR_CREATE),)
     hints = (
-        "Tenant lab-ap-rush is not Ready. What do its status.message and the operator's log say about each attempt, "
-        "and how far apart are the attempts?",
-        "The operator routes 429 and 5xx to kopf.TemporaryError(delay=Retry-After): kopf retries after that delay "
-        "instead of at once. `operatorlab lab check api-pressure` counts the refused requests and their spacing.",
-        "Nothing to fix in code: when the pressure ends (`operatorlab lab solve api-pressure` lifts it), the next "
-        "retry succeeds by itself. A handler that retried in a tight loop would have made the pressure worse.",
+        f"Tenant {NEW} was created during a short overload. `operatorlab lab check api-pressure` counts what the "
+        "operator sent the API server meanwhile: how many quota creates, how far apart? What did the server ask for "
+        "in its Retry-After header?",
+        "A 429 Too Many Requests says: not now, try again after Retry-After seconds. Find where your copy, "
+        "labs/api-pressure/tenant_operator.py, handles an ApiException with status 429 on a create, and what the "
+        "operator's error routing (_route_api_error, retry_delay) would do with it if it were let through.",
+        "_get_or_create must not retry a refused create itself: only a 409 is its business; any other error goes "
+        "up to the handler, where _route_api_error turns a 429 into kopf.TemporaryError(delay=Retry-After), and "
+        "kopf retries the whole reconcile after that delay. labs/api-pressure/SOLUTION.md "
+        "(`operatorlab lab solve api-pressure`) explains it.",
     )
 
     def setup(self) -> None:
@@ -32,21 +86,79 @@ class ApiPressure(TenantLab):
         self.create_tenant(OK, "1")
 
     def inject(self) -> None:
-        self.proxy().set_rules([RULE])
+        # A "faster" release rolls out, then the API server is overloaded for a while.
+        proxy = self.proxy()
+        self.write_variant()
+        self.start_variant(kubeconfig=proxy.kubeconfig)
+        rule = pressure_rule(tenants.namespace_of(NEW), RETRY_AFTERS[0], times=STORM)
+        proxy.set_rules([rule])
         self.create_tenant(NEW, "1", wait=False)
+        eventually(lambda: len(proxy.stats()["hits"].get(rule["name"], [])) >= STORM, timeout=60,
+                   message=f"lab {self.id}: the variant's storm of quota creates")
+        proxy.clear()
+        self.wait_reconciled(NEW)
 
-    def check(self) -> list[Check]:
-        names = [OK] + ([NEW] if self.made_tenant(NEW) else [])
-        results = [checks.tenant_reconciled(self.api, n) for n in names]
-        hits = sorted(self.proxy().stats()["hits"].get(RULE["name"], []))
-        gaps = [b - a for a, b in itertools.pairwise(hits)]
-        hot = [g for g in gaps if g < RETRY_AFTER * 0.8]
-        results.append(Check(
-            "the operator backs off under 429 (no hot loop)", not hot,
-            f"{len(hits)} requests refused with 429 (Retry-After: {RETRY_AFTER}); "
-            + (f"{len(hot)} retries came sooner than that, the fastest after {min(hot):.2f}s" if hot
-               else f"retries at least {min(gaps):.1f}s apart" if gaps else "no retries yet")))
-        return results
+    def check(self) -> Iterator[Check]:
+        yield probes.lab_operator_runs(self)
+        yield from self._under_pressure()
+        for name in [OK] + ([NEW] if self.made_tenant(NEW) else []):
+            yield checks.tenant_reconciled(self.api, name)
 
     def solve(self) -> None:
-        self.proxy().clear()  # the pressure lifts; the operator's next retry succeeds
+        self.write_fixed()
+        self.start_variant(kubeconfig=self.proxy().kubeconfig)
+
+    # -- the probe ----------------------------------------------------------------------
+
+    def _under_pressure(self) -> Iterator[Check]:
+        """A fresh Tenant's quota creates are refused for PRESSURE s: the operator waits Retry-After
+        between them; once the pressure lifts, the Tenant converges."""
+        polite = "the operator waits Retry-After before retrying a refused create"
+        converged = "a Tenant created under pressure converges once it lifts"
+        name = probes.probe_name("lab-ap-probe")
+        retry_after = secrets.choice(RETRY_AFTERS)
+        rule = pressure_rule(tenants.namespace_of(name), retry_after)
+        allowed = int(PRESSURE / retry_after) + 1
+        proxy = self.proxy()
+        self.track(TENANT_API_VERSION, "Tenant", name)
+        self.track("v1", "Namespace", tenants.namespace_of(name))
+        proxy.set_rules([rule])
+        try:
+            self.tenants.create(name, f"{secrets.randbelow(900) + 100}m", f"lab {self.id} probe")
+
+            def refused() -> list[float]:
+                return proxy.stats()["hits"].get(rule["name"], [])
+
+            # The whole window, unless the operator has sent more than a polite client would in all of it.
+            converges(lambda: len(refused()) > allowed, budget=PRESSURE, interval=0.2)
+            hits = refused()
+            proxy.clear()
+            yield self._spacing(polite, name, hits, retry_after, allowed)
+            reconciled = converges(lambda: checks.tenant_reconciled(self.api, name).passed,
+                                   budget=probes.STEP_BUDGET, interval=0.3)
+            yield Check(converged, reconciled.ok,
+                        f"Tenant {name} reconciled {reconciled.seconds:.1f} s after the pressure lifted"
+                        if reconciled.ok else
+                        f"Tenant {name}, {probes.STEP_BUDGET:g} s after the pressure lifted: "
+                        f"{checks.tenant_reconciled(self.api, name).message}. "
+                        f"The operator's log: operatorlab lab logs {self.id}")
+        finally:
+            proxy.clear()
+            probes.delete_tenant(self, name, force=True)
+
+    def _spacing(self, label: str, name: str, hits: list[float], retry_after: float, allowed: int) -> Check:
+        namespace = tenants.namespace_of(name)
+        if not hits:
+            return Check(label, False, f"no quota create for Tenant {name} reached the API in {PRESSURE:g} s "
+                                       f"(POST .../namespaces/{namespace}/resourcequotas): is the operator "
+                                       f"reconciling? operatorlab lab logs {self.id}")
+        spaced = gaps(hits)
+        fastest = min(spaced) if spaced else None
+        if len(hits) > allowed or (fastest is not None and fastest < retry_after * 0.8):
+            seen = f"{len(hits)} creates of ResourceQuota {namespace}/{tenants.QUOTA_NAME} refused with 429"
+            return Check(label, False, f"{seen} (Retry-After: {retry_after:g}) in "
+                                       f"{hits[-1] - hits[0]:.1f} s, the fastest retry after "
+                                       f"{(fastest or 0) * 1000:.0f} ms: each one more load on an overloaded "
+                                       f"API server")
+        return Check(label, True, f"{len(hits)} refused creates (Retry-After: {retry_after:g}), "
+                                  f"at least {fastest or 0:.1f} s apart")

@@ -1,0 +1,73 @@
+"""The api-pressure lab grades behaviour: the check forces 429s itself and measures the retries.
+
+tests/labs/test_labs.py proves the lab's protocol (the variant's storm fails the check, the
+reference fix passes). Here: restarting without the fix, and a retry loop with a short pause,
+each caught by the check that measures the spacing of the refused creates at the proxy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from operatorlab.faults.variants import ReplaceFunction, apply
+from operatorlab.labs import registry, runner
+from tests.labs.clusters import TENANT_LABS_GROUP, cluster_for
+
+LAB = registry.get("api-pressure")
+pytestmark = pytest.mark.xdist_group(TENANT_LABS_GROUP)  # it runs the Tenant operator (see clusters.py)
+
+POLITE = "the operator waits Retry-After before retrying a refused create"
+
+# The loop kept, with a short pause: five tries a second, whatever the server asked for.
+PAUSED_LOOP = '''\
+def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[Any, bool]:
+    """GET an object, or create it if it is missing; a busy server is asked again after a short pause."""
+    import time
+
+    try:
+        return read(), False
+    except ApiException as e:
+        if e.status != 404:
+            raise
+    while True:
+        try:
+            return create(), True
+        except ApiException as e:
+            if e.status == 409:
+                return read(), False
+            if e.status != 429:
+                raise
+            time.sleep(0.2)
+'''
+
+
+@pytest.fixture
+def lab(tmp_path, request, nothing_left) -> Iterator:
+    ctx = runner.context(cluster_for(LAB, request), state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+    lab = runner.create(LAB, ctx)
+    try:
+        runner.start(lab)
+        yield lab
+    finally:
+        recorded = lab.record
+        runner.reset(lab)
+        nothing_left(lab, recorded)
+
+
+def failing(lab) -> list:
+    return [c for c in runner.check(lab, first_failure=True) if not c.passed]
+
+
+def test_lifting_the_pressure_and_restarting_is_not_a_fix(lab):
+    lab.proxy().clear()
+    lab.restart_operator()
+    failed = failing(lab)
+    assert [c.name for c in failed] == [POLITE]
+    assert "refused with 429" in failed[0].message
+
+
+def test_a_retry_loop_with_a_short_pause_is_not_a_fix(lab):
+    lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("_get_or_create", PAUSED_LOOP)]))
+    assert [c.name for c in failing(lab)] == [POLITE]  # check restarts the operator from the edited copy
