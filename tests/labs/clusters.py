@@ -27,18 +27,20 @@ TENANT_LABS_GROUP = "tenant-operator" if ON_EXISTING_CLUSTER else TENANT_LABS
 
 
 def _placement(lab_cls: type[Lab]) -> tuple[str | None, str | None]:
-    """``(fixture of the lab's own cluster, or None for the session's; its xdist group)``."""
+    """``(fixture of the lab's own cluster, or None or "tenant-operator" for the session's; its xdist group)``."""
     if "local" in lab_cls.requires:
         return "private_cluster", f"lab-private-{lab_cls.id}"
     if lab_cls.xdist_group == "tenant-operator":
-        return (None if ON_EXISTING_CLUSTER else "tenant_lab_cluster"), TENANT_LABS_GROUP
+        # A cluster of the test's own: no Tenant operator meets another, and the Tenant labs run
+        # side by side on several workers instead of one after another on one.
+        return ("tenant-operator", TENANT_LABS_GROUP) if ON_EXISTING_CLUSTER else ("own_lab_cluster", None)
     return None, lab_cls.xdist_group
 
 
 def cluster_for(lab_cls: type[Lab], request: pytest.FixtureRequest) -> Cluster:
     """The cluster a lab's test runs it on."""
     fixture, _ = _placement(lab_cls)
-    return current() if fixture is None else request.getfixturevalue(fixture)
+    return current() if fixture in (None, "tenant-operator") else request.getfixturevalue(fixture)
 
 
 def xdist_group_of(lab_cls: type[Lab]) -> str | None:

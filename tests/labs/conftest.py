@@ -1,10 +1,10 @@
 """Shared by the lab tests: the clusters labs run on; nothing a lab recorded outlives its reset.
 
 A Tenant operator reconciles every Tenant of its cluster (they are cluster-scoped), so two
-at once on one cluster would fight. The labs that run one therefore get a cluster of their
-own, ``labs-tenant``, and one xdist group for it: they run beside the session's Tenant tests
-instead of queueing behind them. Labs that stop control-plane components get another,
-``labs-private``, never the shared one.
+at once on one cluster would fight. Each test of a lab that runs one therefore gets a
+cluster of its own (``labs-tenant-<lab>``, about 5 s to start): such tests run side by
+side on any worker instead of one after another. Labs that stop control-plane components
+get another, ``labs-private``, never the shared one.
 """
 
 from __future__ import annotations
@@ -42,13 +42,15 @@ def nothing_left() -> Callable[[Lab, LabState], None]:
     return _assert_nothing_left
 
 
+@pytest.fixture
+def own_lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster of one lab test's own, for a lab that runs the Tenant operator: started (about
+    5 s) and purged around the test, so such tests need no xdist group and run side by side."""
+    yield from own_cluster(f"{TENANT_LABS}-{request.node.callspec.params['lab_id']}", tmp_path_factory)
+
+
 # Module-scoped, as every cluster of a test group: a group's tests run in a row on one xdist
 # worker, so its cluster is stopped once they are done instead of idling to the session's end.
-@pytest.fixture(scope="module")
-def tenant_lab_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """The cluster of the labs that run the Tenant operator (started by the first test that asks)."""
-    yield from own_cluster(TENANT_LABS, tmp_path_factory)
-
 
 @pytest.fixture(scope="module")
 def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:

@@ -13,10 +13,11 @@ import pytest
 
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import TENANT_LABS_GROUP, cluster_for
+from tests.labs import bypasses
 
 LAB = registry.get("api-pressure")
-pytestmark = pytest.mark.xdist_group(TENANT_LABS_GROUP)  # it runs the Tenant operator (see clusters.py)
+# A cluster of the module's own, in an xdist group of its own (see tests/labs/bypasses.py).
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB.id))
 
 POLITE = "the operator waits Retry-After before retrying a refused create"
 
@@ -43,9 +44,14 @@ def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[
 '''
 
 
+@pytest.fixture(scope="module")
+def lab_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB.id, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, request, nothing_left) -> Iterator:
-    ctx = runner.context(cluster_for(LAB, request), state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+def lab(tmp_path, lab_cluster, nothing_left) -> Iterator:
+    ctx = runner.context(lab_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(LAB, ctx)
     try:
         runner.start(lab)

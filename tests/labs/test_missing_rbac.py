@@ -15,10 +15,11 @@ from operatorlab import rbac, tenants
 from operatorlab.cluster import manifests
 from operatorlab.labs import registry, runner
 from operatorlab.labs.least_privilege import beyond
-from tests.labs.clusters import TENANT_LABS_GROUP, cluster_for
+from tests.labs import bypasses
 
 LAB = registry.get("missing-rbac")
-pytestmark = pytest.mark.xdist_group(TENANT_LABS_GROUP)  # it runs the Tenant operator (see clusters.py)
+# A cluster of the module's own, in an xdist group of its own (see tests/labs/bypasses.py).
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB.id))
 
 LEAST = "ServiceAccount operatorlab-system/lab-missing-rbac may do no more than the operator needs"
 CONVERGES = "a new Tenant converges (created, changed, deleted)"
@@ -40,9 +41,14 @@ def test_beyond_names_what_the_reference_does_not_grant():
         == ["delete resourcequotas (core group)", "delete secrets (core group)", "get secrets (core group)"]
 
 
+@pytest.fixture(scope="module")
+def lab_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB.id, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, request, nothing_left) -> Iterator:
-    ctx = runner.context(cluster_for(LAB, request), state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+def lab(tmp_path, lab_cluster, nothing_left) -> Iterator:
+    ctx = runner.context(lab_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(LAB, ctx)
     try:
         runner.start(lab)

@@ -16,7 +16,7 @@ from operatorlab.labs import Lab
 from tests.labs import bypasses
 
 LAB = "website-drift"
-pytestmark = pytest.mark.xdist_group(f"labs-{LAB}")  # one lab namespace: one test at a time
+pytestmark = pytest.mark.xdist_group(f"labs-{LAB}")  # as test_labs.py runs it: one lab namespace, one test at a time
 
 SERVES = "Website shop serves: its Deployment exists with 2 ready Pods, and its status says so"
 DRIFT = "a Deployment scaled or deleted by hand comes back within 20 s while the operator runs (no restart)"

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from operatorlab import tenants
-from operatorlab.diagnose import kopfstate
 from operatorlab.labs.base import Check
 
 if TYPE_CHECKING:
@@ -29,6 +28,8 @@ def get_or_none(call: Callable[[], Any]) -> Any | None:
 
 def tenant_evidence(tenant: dict) -> str:
     """What a Tenant's own object says: phase, message, kopf's handler progress (its annotations), finalizers."""
+    from operatorlab.diagnose import kopfstate  # imports kopf: only when a check shows evidence, not at the CLI's start
+
     status = tenant.get("status") or {}
     parts = [f"status.phase={status.get('phase')!r}"]
     if status.get("message"):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from operatorlab.cluster import current
 from operatorlab.cluster.existing import UNAVAILABLE_INJECTIONS
-from operatorlab.diagnose import kopfstate
 from operatorlab.labs import checks as lab_checks
 from operatorlab.labs.base import Check, Lab, LabContext
 from operatorlab.labs.errors import BadState, LabUnavailable
@@ -116,6 +115,8 @@ def kopf_retries(lab: Lab, now: datetime | None = None) -> list[str]:
     failed attempt's retry time on the object (:func:`kopfstate.backing_off`), and neither
     the fixed code nor a restart makes it retry sooner. Removing the record does.
     """
+    from operatorlab.diagnose import kopfstate  # imports kopf: not at the CLI's start, only when a check failed
+
     now = now or datetime.now(UTC)
     said = []
     for obj in lab.record.objects:
