@@ -49,7 +49,7 @@ class ControllerManagerDown(Lab):
         apps = client.AppsV1Api(self.api)
         apps.create_namespaced_deployment(APP, deployment_manifest("web", 1))
         eventually(lambda: (apps.read_namespaced_deployment("web", APP).status.ready_replicas or 0) == 1,
-                   timeout=60, message="Deployment web ready")
+                   timeout=120, message="Deployment web ready")
 
     def inject(self) -> None:
         stop_component(self.ctx.cluster, COMPONENT)

@@ -13,7 +13,7 @@ from operatorlab.labs.tenantlab import VariantLab
 
 TENANT = "lab-or-teal"
 BUDGET = 20.0  # seconds the operator gets to converge a probe Tenant
-GC_BUDGET = 20.0  # seconds the garbage collector gets to start deleting an owned namespace
+GC_BUDGET = 45.0  # seconds the garbage collector gets to start deleting an owned namespace (a loaded machine: tens)
 
 # The release was prepared on the prototype branch, where Tenants were hedronite.io/v1beta1:
 # its owner references name a version the API does not serve.

@@ -45,7 +45,7 @@ class QuotaRefusesPods(TenantLab):
         self.create_tenant(TENANT, CPU_QUOTA)
         w.apps(self).create_namespaced_deployment(NAMESPACE, w.deployment(APP, replicas=REPLICAS,
                                                                           resources=RESOURCES))
-        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=60,
+        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=120,
                    message=f"Deployment {NAMESPACE}/{APP} ready")
 
     def inject(self) -> None:

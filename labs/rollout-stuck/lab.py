@@ -44,7 +44,7 @@ class RolloutStuck(Lab):
         w.create_namespace(self, NAMESPACE)
         w.apps(self).create_namespaced_deployment(NAMESPACE, w.deployment(APP, replicas=REPLICAS, resources=GOOD,
                                                                           progress_deadline=30))
-        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=60,
+        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=120,
                    message=f"Deployment {NAMESPACE}/{APP} ready")
 
     def inject(self) -> None:

@@ -35,7 +35,7 @@ class SchedulerDown(Lab):
     def setup(self) -> None:
         w.create_namespace(self, NAMESPACE)
         w.apps(self).create_namespaced_deployment(NAMESPACE, w.deployment(APP, replicas=REPLICAS))
-        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=60,
+        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=120,
                    message=f"Deployment {NAMESPACE}/{APP} ready")
 
     def inject(self) -> None:

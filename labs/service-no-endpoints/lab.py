@@ -40,7 +40,7 @@ class ServiceNoEndpoints(Lab):
         w.create_namespace(self, NAMESPACE)
         w.apps(self).create_namespaced_deployment(NAMESPACE, w.deployment(APP, replicas=REPLICAS))
         self.core.create_namespaced_service(NAMESPACE, _service({"app": APP}))
-        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=60,
+        eventually(lambda: w.deployment_ready(self, NAMESPACE, APP, REPLICAS).passed, timeout=120,
                    message=f"Deployment {NAMESPACE}/{APP} ready")
 
     def inject(self) -> None:
