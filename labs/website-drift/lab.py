@@ -18,6 +18,7 @@ SITE = "shop"
 REPLICAS = 2
 WEBSITES = ("example.com", "v1", "websites")
 BUDGET = 20.0  # seconds the operator gets to put a probe Website's Deployment back, or to make it ready
+RESUMED = f"[{NAMESPACE}/{SITE}] Handler 'reconcile' succeeded."  # kopf's log line for each reconcile of shop
 
 # A "simplification" in the release: drift is only logged, on the theory that the next reconcile
 # repairs it. Nothing runs one between two changes of the Website but the operator's next start.
@@ -60,7 +61,11 @@ class WebsiteDrift(VariantLab):
     def inject(self) -> None:
         # The previous release rolls out; later someone "tidies up" a Deployment by hand.
         self.write_variant()
+        resumed = self.operator().log().count(RESUMED)
         self.start_variant(namespaces=[NAMESPACE])
+        # Its resume of shop first (kopf resumes existing objects just after it reports live):
+        # a delete before that would be undone by the resume itself.
+        probes.wait(lambda: self.operator().log().count(RESUMED) > resumed, 30)
         self.apps.delete_namespaced_deployment(SITE, NAMESPACE)
         probes.wait(lambda: checks.get_or_none(lambda: self.apps.read_namespaced_deployment(SITE, NAMESPACE))
                     is None, 30)
