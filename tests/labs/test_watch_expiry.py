@@ -36,15 +36,7 @@ def lab_cluster(tmp_path_factory):
 
 @pytest.fixture
 def lab(tmp_path, lab_cluster, nothing_left) -> Iterator:
-    ctx = runner.context(lab_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
-    lab = runner.create(LAB, ctx)
-    try:
-        runner.start(lab)
-        yield lab
-    finally:
-        recorded = lab.record
-        runner.reset(lab)
-        nothing_left(lab, recorded)
+    yield from bypasses.started(LAB.id, lab_cluster, tmp_path, nothing_left)
 
 
 def first_failing(lab) -> str | None:
