@@ -116,9 +116,13 @@ def test_a_backing_off_handler_shows_its_retry_the_condition_and_the_fix(api_cli
 
         def backing_off():
             facts, findings = _why(api_client, f"tenant/{name}")
-            return (facts, findings) if any("backing off" in t for t in _problems(findings)) else None
+            problems = _problems(findings)
+            # kopf's progress annotation and the status condition arrive in two writes.
+            return (facts, findings) if (any("backing off" in t for t in problems)
+                                         and any("Ready=False" in t for t in problems)) else None
 
-        facts, findings = eventually(backing_off, timeout=30, message="the reconcile handler backs off")
+        facts, findings = eventually(backing_off, timeout=30,
+                                     message="the reconcile handler backs off and the status says why")
         backoff, condition = [f for f in findings if f.severity == "PROBLEM"][:2]
         assert backoff.title.startswith("handler 'reconcile' (create) failed and is backing off: kopf retries it at ")
         (record,) = kopfstate.progress(facts.meta["annotations"])
