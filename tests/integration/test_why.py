@@ -117,7 +117,7 @@ def test_a_backing_off_handler_shows_its_retry_the_condition_and_the_fix(api_cli
         def backing_off():
             facts, findings = _why(api_client, f"tenant/{name}")
             problems = _problems(findings)
-            # kopf's progress annotation and the status condition arrive in two writes.
+            # kopf 1.45 (_cogs/clients/patching.py) patches the body (its progress annotation), then /status.
             return (facts, findings) if (any("backing off" in t for t in problems)
                                          and any("Ready=False" in t for t in problems)) else None
 
