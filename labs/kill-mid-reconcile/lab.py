@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 
 from kubernetes import client
 
 from operatorlab import tenants
-from operatorlab.labs import Check, checks, probes
+from operatorlab.labs import Check, checks, probes, reactions
 from operatorlab.labs.tenantlab import TENANT_API_VERSION, TenantLab
 
 ALPHA, BETA = "lab-kmr-alpha", "lab-kmr-beta"
@@ -70,9 +71,14 @@ class KillMidReconcile(TenantLab):
     def _survives_a_kill(self) -> Check:
         """The check kills the lab's operator itself, right after a fresh Tenant's namespace is created.
 
-        Then: nothing finishes the half-made Tenant while the operator is dead (no second
-        operator does the lab's one's work), and once the lab's operator is started again it
-        converges with one namespace and one quota, both the Tenant's.
+        Then: nothing finishes the half-made Tenant while the operator is dead, not even after
+        the check changes its spec (no second operator does the lab's one's work), and once
+        the lab's operator is started again it converges with one namespace and one quota,
+        both the Tenant's, and the quota's create
+        went through the lab's fault proxy (the lab's operator made it, not another one), as did
+        every write the API server committed to the Tenant. On a busy machine a second operator
+        may be slower than the probe watches; it still writes the Tenant (its finalizer, its
+        progress, a retry after its own create met a 409), and no write of its passes the proxy.
         """
         label = "a Tenant whose operator is killed mid-reconcile converges once it is back, nothing doubled"
         operator = self.operator()
@@ -83,18 +89,29 @@ class KillMidReconcile(TenantLab):
         self.track(TENANT_API_VERSION, "Tenant", name)
         self.track("v1", "Namespace", namespace)
         self.proxy().set_rules([kill_on_namespace_created(operator.identity.pid, operator.identity.started)])
+        created = time.time()
+        writes: reactions.WriteCounter | None = None
         try:
-            self.tenants.create(name, f"{secrets.randbelow(900) + 100}m", f"lab {self.id} probe")
+            tenant = self.tenants.create(name, f"{secrets.randbelow(900) + 100}m", f"lab {self.id} probe")
+            writes = reactions.WriteCounter(self, name, tenant["metadata"]["resourceVersion"],
+                                            budget=2 * probes.STEP_BUDGET + NOBODY_ELSE + 30)
             if not operator.wait_exit(timeout=probes.STEP_BUDGET):
                 return Check(label, False, f"the lab's operator was not killed within {probes.STEP_BUDGET:g} s of "
                                            f"Tenant {name}'s creation: it never created namespace {namespace} "
                                            f"through the lab's fault proxy. {self._log()}")
-            if probes.wait(lambda: self._quotas(name), NOBODY_ELSE):
+            # Then the world moves on while the lab's operator is dead, as it does: a new spec. An
+            # operator that lost a race for the probe earlier and sits waiting for its next event
+            # gets one now, and finishes the Tenant; nobody else may.
+            finished_early = probes.wait(lambda: self._quotas(name), NOBODY_ELSE / 3)
+            if not finished_early:
+                self.tenants.patch_spec(name, cpuQuota=f"{secrets.randbelow(900) + 100}m")
+            if finished_early or probes.wait(lambda: self._quotas(name), NOBODY_ELSE):
                 return Check(label, False, f"while the lab's operator was dead, Tenant {name} got its ResourceQuota "
                                            f"{self._quotas(name)} anyway: another Tenant operator is at work on "
                                            f"this cluster (look for a second `kopf run`: ps -ef | grep kopf). Two "
                                            f"operators reconciling every Tenant fight; the lab's must be the one")
             self.proxy().clear()
+            restarted = time.time()
             if failed := probes.start_again(self):
                 return Check(label, False, failed)
             if not probes.wait(lambda: checks.tenant_reconciled(self.api, name).passed
@@ -105,7 +122,23 @@ class KillMidReconcile(TenantLab):
             if len(owned := self._quotas(name)) != 1:
                 return Check(label, False, f"namespace {namespace} holds {len(owned)} ResourceQuotas owned by "
                                            f"Tenant {name}: {owned}")
+            if not self._created_by_lab_operator(namespace, since=restarted):
+                return Check(label, False, f"Tenant {name}'s ResourceQuota {owned[0]} was not created by the lab's "
+                                           f"operator once it was back: no create of it went through the lab's "
+                                           f"fault proxy. Another Tenant operator is at work on this cluster (look "
+                                           f"for a second `kopf run`: ps -ef | grep kopf); the lab's must be the one")
+            # The check's own spec change is the one write to the probe that is nobody's operator's.
+            committed, sent = writes.stop() - 1, reactions.writes_through(self.proxy(), name, created)
+            if committed > sent:
+                return Check(label, False, f"Tenant {name} was written {committed} times by operators, "
+                                           f"{committed - sent} more than the lab's operator sent through its fault "
+                                           f"proxy ({sent}): another "
+                                           f"Tenant operator is at work on this cluster (look for a second `kopf "
+                                           f"run`: ps -ef | grep kopf). Two operators reconciling every Tenant "
+                                           f"fight; the lab's must be the one")
         finally:
+            if writes is not None:
+                writes.stop()
             self.proxy().clear()
             probes.delete_tenant(self, name, force=True)
         return Check(label, True, f"Tenant {name}: killed after its namespace was created, converged after the "
@@ -133,6 +166,18 @@ class KillMidReconcile(TenantLab):
         uid = tenant["metadata"]["uid"]
         found = checks.get_or_none(lambda: self.core.list_namespaced_resource_quota(tenants.namespace_of(name)))
         return [q.metadata.name for q in (found.items if found else []) if _owned_by(q, uid)]
+
+    def _created_by_lab_operator(self, namespace: str, *, since: float) -> bool:
+        """Whether the lab's operator created a ResourceQuota in ``namespace`` after ``since``.
+
+        Its every request goes through the lab's fault proxy, which records each with the
+        apiserver's answer: a create is a POST, or a server-side apply's PATCH, answered 201.
+        Timing alone cannot tell a second operator from the lab's on a busy machine, where the
+        other may take longer than the probe watches; who sent the create can.
+        """
+        path = rf"^/api/v1/namespaces/{namespace}/resourcequotas(/[^/]+)?$"
+        return any(r["status"] == 201 for method in ("POST", "PATCH")
+                   for r in reactions.requests_to(self.proxy(), method, path, since))
 
     def _log(self) -> str:
         return f"The operator's log: operatorlab lab logs {self.id}"

@@ -62,6 +62,8 @@ def test_status_rule_matches_method_and_path_and_counts_down():
     assert rules.decide("POST", "/api/v1/namespaces/x/resourcequotas", {}) is None  # used up
     assert len(rules.hits["429 POST /resourcequotas$"]) == 2
     assert [r["rule"] is not None for r in rules.stats()["requests"]] == [False, True, True, False]
+    # A rule's answer is recorded at once; a forwarded request's waits for the apiserver's.
+    assert [r["status"] for r in rules.stats()["requests"]] == [None, 429, 429, None]
 
 
 def test_gone_applies_to_watches_only_and_cut_to_any_request():

@@ -169,12 +169,22 @@ class RuleSet:
         self.rules = [r if isinstance(r, Rule) else Rule(**r) for r in rules]
 
     def decide(self, method: str, path: str, query: dict[str, str]) -> Rule | None:
+        return self.admit(method, path, query)[0]
+
+    def admit(self, method: str, path: str, query: dict[str, str]) -> tuple[Rule | None, dict[str, Any]]:
+        """:meth:`decide`, plus the record of the request kept for the stats.
+
+        The record's ``status`` is the answer the client got: the rule's error status, or
+        the apiserver's, which the caller fills in once it has it (None until then).
+        """
         rule = next((r for r in self.rules if r.action != "kill" and r.matches(method, path, query)), None)
         if rule is not None:
             self._count(rule)
-        self.requests.append({"t": time.time(), "method": method, "path": path, "watch": is_watch(query),
-                              "rule": rule.name if rule else None})
-        return rule
+        record = {"t": time.time(), "method": method, "path": path, "watch": is_watch(query),
+                  "rule": rule.name if rule else None,
+                  "status": rule.status if rule is not None and rule.action == "status" else None}
+        self.requests.append(record)
+        return rule, record
 
     def on_response(self, method: str, path: str, query: dict[str, str], status: int) -> Rule | None:
         rule = next((r for r in self.rules if r.action == "kill" and r.matches(method, path, query)
@@ -268,22 +278,23 @@ def make_app(upstream: Upstream, rules: RuleSet):
     async def handle(request: web.Request) -> web.StreamResponse:
         if request.path.startswith(CONTROL):
             return await control(request)
-        rule = rules.decide(request.method, request.path, dict(request.query))
+        rule, record = rules.admit(request.method, request.path, dict(request.query))
         if rule is not None and rule.action == "status":
             headers = {"Retry-After": f"{rule.retry_after:g}"} if rule.retry_after is not None else {}
             return web.json_response(status_body(rule.status), status=rule.status, headers=headers)
         if rule is not None and rule.action == "stall":
             await asyncio.sleep(rule.after)
-            return await forward(request, cut_after=None)
+            return await forward(request, record, cut_after=None)
         if rule is not None and rule.action == "gone":
+            record["status"] = 200  # the watch's HTTP answer; the 410 is in the one event it carries
             response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
             await response.prepare(request)
             await response.write(gone_event())
             await response.write_eof()
             return response
-        return await forward(request, cut_after=rule.after if rule is not None else None)
+        return await forward(request, record, cut_after=rule.after if rule is not None else None)
 
-    async def forward(request: web.Request, cut_after: float | None) -> web.StreamResponse:
+    async def forward(request: web.Request, record: dict[str, Any], cut_after: float | None) -> web.StreamResponse:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
         headers.update(upstream.headers)
         body = await request.read()
@@ -295,8 +306,10 @@ def make_app(upstream: Upstream, rules: RuleSet):
                 # Forward the client's Content-Type or none: aiohttp's default (octet-stream) gets a 415.
                 skip_auto_headers=("Content-Type",))
         except aiohttp.ClientError as e:
+            record["status"] = 503
             return web.json_response(status_body(503, f"fault proxy: upstream unreachable: {e}"), status=503)
         request.app["streams"][id(request)] = request
+        record["status"] = upstream_response.status
         async with upstream_response:
             kill = rules.on_response(request.method, request.path, dict(request.query), upstream_response.status)
             if kill is not None:
@@ -423,7 +436,12 @@ class FaultProxy:
         return self.set_rules([])
 
     def stats(self) -> dict:
-        """``{"rules": [...], "hits": {rule name: [unix times]}, "requests": [...]}``."""
+        """``{"rules": [...], "hits": {rule name: [unix times]}, "requests": [...]}``.
+
+        Each request: ``t`` (unix time), ``method``, ``path``, ``watch``, ``rule`` (the name of
+        the rule that matched, or None) and ``status`` (the answer's status code; None while
+        the apiserver has not answered).
+        """
         return self._call("stats")
 
     def _call(self, what: str, *, method: str = "GET", body: Any = None) -> dict:

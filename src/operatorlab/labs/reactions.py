@@ -7,6 +7,8 @@
                            collection), or None past its budget;
 :func:`requests_to`        the requests the lab's fault proxy forwarded to a path (attempts counted
                            from outside the operator, whatever its code says about itself);
+:class:`WriteCounter`      the writes the API server committed to an object, whoever sent them; with
+:func:`writes_through`     the ones the lab's operator sent through its proxy, a second writer shows;
 :func:`warning_events`     the Warning Events posted about an object.
 
 Like the shared probes, each answers with evidence a failing check can name, never the fix.
@@ -90,6 +92,51 @@ def writes_while_idle(lab: Lab, name: str, window: float) -> Writes:
             stream.stop()
     ranked = tuple(sorted(changed, key=lambda p: -changed[p]))
     return Writes(count, window, ranked)
+
+
+class WriteCounter:
+    """Counts the writes the API server commits to Tenant ``name``, from a watch on a background thread.
+
+    Started right after the Tenant's creation (from its resourceVersion), it sees each later
+    write as one ``MODIFIED`` event, whoever sent it. Compared with the writes the lab's
+    fault proxy forwarded (:func:`writes_through`), it tells whether someone besides the
+    lab's operator is writing the object: a second operator's writes reach the API server
+    without passing through the lab's proxy. Undercounting is the only error a watch can
+    make here (its stream ending early), which can only hide a writer, never invent one.
+    """
+
+    def __init__(self, lab: Lab, name: str, resource_version: str, budget: float) -> None:
+        import threading
+
+        from kubernetes import watch
+
+        self.count = 0
+        self._stream = watch.Watch()
+        self._args = (lab.custom.list_cluster_custom_object, *checks.TENANTS)
+        self._kwargs = {"field_selector": f"metadata.name={name}", "resource_version": resource_version,
+                        "timeout_seconds": max(1, round(budget))}
+        self._thread = threading.Thread(target=self._run, name=f"writes-to-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for event in self._stream.stream(*self._args, **self._kwargs):
+                if event["type"] == "MODIFIED":
+                    self.count += 1
+        except Exception:  # noqa: BLE001 (a watch that ends early undercounts, which only hides a writer)
+            return
+
+    def stop(self) -> int:
+        """Stop counting; the writes seen so far."""
+        self._stream.stop()
+        return self.count
+
+
+def writes_through(proxy: FaultProxy, name: str, since: float) -> int:
+    """The writes to Tenant ``name`` (its body or ``/status``) the fault proxy forwarded and the API server accepted."""
+    path = rf"/{tenants.PLURAL}/{re.escape(name)}(/status)?$"
+    return sum(1 for method in ("PATCH", "PUT") for r in requests_to(proxy, method, path, since)
+               if r.get("status") in (200, 201))
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
