@@ -150,11 +150,13 @@ def _identity(lab: Lab, path: Path) -> Check:
                                       f"{cert.subject.rfc4514_string()} (issued by {cert.issuer.rfc4514_string()}): "
                                       f"CN is the user, each O a group")
     csr = get_or_none(lambda: client.CertificatesV1Api(lab.api).read_certificate_signing_request(USER))
-    issued = base64.b64decode(csr.status.certificate) if csr is not None and csr.status.certificate else None
-    if issued is not None and x509.load_pem_x509_certificate(issued) != cert:
-        return Check(IDENTITY, False, f"{path}: user entry {entry!r} presents a certificate for CN={USER} that is "
-                                      f"not the one CertificateSigningRequest {USER} was issued "
-                                      f"(serial {cert.serial_number:x})")
+    if csr is not None:
+        issued = base64.b64decode(csr.status.certificate) if csr.status.certificate else None
+        if issued is None or x509.load_pem_x509_certificate(issued) != cert:
+            what = "was issued no certificate" if issued is None else "was issued another certificate"
+            return Check(IDENTITY, False, f"{path}: user entry {entry!r} presents a certificate for CN={USER} "
+                                          f"(serial {cert.serial_number:x}), and CertificateSigningRequest {USER} "
+                                          f"{what} (kubectl get csr {USER})")
     try:
         review: Any = client.AuthenticationV1Api(_client(path)).create_self_subject_review({})
     except (client.ApiException, config.ConfigException, urllib3.exceptions.HTTPError, OSError) as e:
