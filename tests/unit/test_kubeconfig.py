@@ -58,3 +58,17 @@ def test_server_reads_the_current_contexts_api_server(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(config))
     assert kubeconfig.server(path) is None  # names no context of the file
     assert kubeconfig.server(tmp_path / "absent") is None
+
+
+def test_merged_contexts_switch_users_clusters_and_namespaces_in_the_official_client(tmp_path: Path) -> None:
+    shop = kubeconfig.config(server="https://127.0.0.1:6443", cluster="prod", user="dev", token="a",
+                             context="shop", namespace="shop")
+    audit = kubeconfig.config(server="https://127.0.0.1:6443", cluster="prod", user="auditor", token="b",
+                              context="audit")
+    path = kubeconfig.write_config(tmp_path / "k", kubeconfig.merged([shop, audit], current="audit"))
+    contexts, current = kube_config.list_kube_config_contexts(config_file=str(path))
+    assert current == {"name": "audit", "context": {"cluster": "prod", "user": "auditor"}}
+    assert [c["name"] for c in contexts] == ["shop", "audit"]
+    assert contexts[0]["context"]["namespace"] == "shop"
+    assert [c["name"] for c in yaml.safe_load(path.read_text())["clusters"]] == ["prod"]  # named once
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

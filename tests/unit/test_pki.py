@@ -209,3 +209,12 @@ def test_kubeconfig_points_at_files_and_server(tmp_path, made):
         "server": "https://127.0.0.1:6443", "certificate-authority": str(made.ca)}
     assert config["users"][0]["user"]["client-key"] == str(made.key("admin"))
     assert path.stat().st_mode & 0o077 == 0
+
+
+def test_a_users_request_names_the_user_and_groups_and_keeps_its_key(tmp_path):
+    first = x509.load_pem_x509_csr(pki.user_request(tmp_path / "jane.key", "jane", ("dev",)))
+    again = x509.load_pem_x509_csr(pki.user_request(tmp_path / "jane.key", "jane"))
+    assert first.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "jane"
+    assert [a.value for a in first.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == ["dev"]
+    assert first.is_signature_valid and first.public_key() == again.public_key()  # one key, made once
+    assert (tmp_path / "jane.key").stat().st_mode & 0o077 == 0

@@ -273,6 +273,23 @@ def _builder(subject: x509.Name, issuer: x509.Name, public_key, *,
     )
 
 
+# -- a user's key and request, for the certificates API ---------------------------------
+
+
+def user_request(key_path: Path, user: str, groups: tuple[str, ...] = ()) -> bytes:
+    """A PEM certificate signing request for ``user`` (CN) in ``groups`` (O), with the key in ``key_path``.
+
+    The key is made (P-256, mode 0600) if the file is missing, as ``openssl genrsa`` then
+    ``openssl req -new -key ... -subj "/CN=jane"`` do for a new user; the request is what a
+    ``CertificateSigningRequest``'s ``spec.request`` carries (base64 encoded) for the signer
+    ``kubernetes.io/kube-apiserver-client`` to sign once approved. Not this cluster's CA:
+    whichever CA the cluster's controller-manager signs with.
+    """
+    key = _ec_key(key_path)
+    request = x509.CertificateSigningRequestBuilder().subject_name(_name(user, groups)).sign(key, hashes.SHA256())
+    return request.public_bytes(serialization.Encoding.PEM)
+
+
 # -- checking ----------------------------------------------------------------------------
 
 

@@ -12,8 +12,9 @@ reference rules; the few rules every authenticated user holds (``system:basic-us
 create its own access and rules reviews; ``system:discovery``: GET on discovery paths)
 are allowed as well.
 
-:func:`beyond` is the pure comparison (unit-tested); :func:`excess_permissions` runs the
-reviews; :func:`least_privilege` is the lab check.
+:func:`beyond` is the pure comparison (unit-tested); :func:`excess_of` runs the reviews as any
+identity (a user's client certificate), :func:`excess_permissions` as a ServiceAccount;
+:func:`least_privilege` is the lab check.
 """
 
 from __future__ import annotations
@@ -97,18 +98,40 @@ def account_client(api: client.ApiClient, namespace: str, name: str) -> client.A
     return client.ApiClient(conf)
 
 
+def impersonating(api: client.ApiClient, user: str) -> client.ApiClient:
+    """An API client that asks as ``user`` (the ``Impersonate-User`` header, what ``kubectl --as``
+    sends), on ``api``'s connection and credentials, which must be allowed to impersonate (an admin's)."""
+    impersonated = client.ApiClient(api.configuration)
+    impersonated.set_default_header("Impersonate-User", user)
+    return impersonated
+
+
 def excess_permissions(api: client.ApiClient, namespace: str, name: str,
                        reference: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """What ServiceAccount ``namespace/name`` may do beyond ``reference``, per namespace it applies in.
 
-    Asked as the account itself, once per namespace (a RoleBinding grants in its own
-    namespace only; a ClusterRoleBinding shows in every one). ``{}``: nothing beyond.
+    Asked as the account itself (:func:`excess_of`). ``{}``: nothing beyond.
     """
+    return excess_of(account_client(api, namespace, name), namespaces(api), reference)
+
+
+def namespaces(api: client.ApiClient) -> list[str]:
+    """Every namespace's name (listed with ``api``, an admin's client)."""
     listed: list[Any] = client.CoreV1Api(api).list_namespace().items
-    namespaces = [str(n.metadata.name) for n in listed]
-    reviews: Any = client.AuthorizationV1Api(account_client(api, namespace, name))  # takes the review as a dict
+    return [str(n.metadata.name) for n in listed]
+
+
+def excess_of(identity: client.ApiClient, in_namespaces: Sequence[str],
+              reference: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """What the identity ``identity`` authenticates as may do beyond ``reference``, per namespace.
+
+    Asked as the identity itself, once per namespace of ``in_namespaces`` (a RoleBinding
+    grants in its own namespace only; a ClusterRoleBinding shows in every one). ``{}``:
+    nothing beyond.
+    """
+    reviews: Any = client.AuthorizationV1Api(identity)  # takes the review as a dict
     found: dict[str, list[str]] = {}
-    for ns in namespaces:
+    for ns in in_namespaces:
         status = reviews.create_self_subject_rules_review({"spec": {"namespace": ns}}).status
         extra = [str(p) for p in beyond(status.resource_rules or [], reference)]
         extra += non_resource_beyond(status.non_resource_rules or [])
