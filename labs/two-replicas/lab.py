@@ -32,7 +32,7 @@ LIFETIME = 10  # seconds: the lab's copy of the operator announces this peering 
 MAX_LIFETIME = 60  # kopf's default lifetime: a longer one leaves Tenants unhandled for longer after a crash
 TAKEOVER_SLACK = 15.0  # seconds beyond the dead replica's lifetime: the take-over's re-listing and the reconcile
 # What a kopf replica logs about its peering (kopf 1.45.2, kopf/_core/engines/peering.py).
-PEERING_LINE = re.compile(r"Pausing|Resuming operations|Keep-alive in .*not found")
+PEERING_LINE = re.compile(r"Pausing operations|Pausing all operators|Resuming operations|Keep-alive in .*not found")
 
 # The replicas' settings, in the copy they run: how long their peers wait for a silent one.
 LIFETIME_SETTING = f'''\
@@ -113,7 +113,8 @@ class TwoReplicas(VariantLab):
     def _launch(self, *, peered: bool) -> None:
         """Write both replicas' environment files and (re)start them: peered 100 and 50, or standalone."""
         for priority, (role, pod) in zip((100, 50), REPLICAS.items(), strict=True):
-            how = f"KOPF_RUN_PEERING={PEERING}\nKOPF_RUN_PRIORITY={priority}\n" if peered else "KOPF_RUN_STANDALONE=true\n"
+            how = (f"KOPF_RUN_PEERING={PEERING}\nKOPF_RUN_PRIORITY={priority}\n" if peered
+                   else "KOPF_RUN_STANDALONE=true\n")
             self.remember_file(self.env_file(role))
             self.env_file(role).write_text(ENV_HEADER.format(role=role, pod=pod) + how)
         for role, pod in REPLICAS.items():

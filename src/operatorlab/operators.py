@@ -176,8 +176,8 @@ class OperatorProcess:
 
     def __init__(self, path: str | Path, *, kubeconfig: str | Path | None = None, namespaces: Sequence[str] = (),
                  peering: str | None = None, standalone: bool = True, env: Mapping[str, str] | None = None,
-                 env_file: Path | None = None, extra_args: Sequence[str] = (), log_path: Path | None = None, attached: bool = True,
-                 identity: process.Identity | None = None, verbose: bool = True) -> None:
+                 env_file: Path | None = None, extra_args: Sequence[str] = (), log_path: Path | None = None,
+                 attached: bool = True, identity: process.Identity | None = None, verbose: bool = True) -> None:
         self.path = Path(path)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.namespaces = tuple(namespaces)
