@@ -102,7 +102,8 @@ def constants(name: str) -> dict[str, object]:
 
 
 def kopf_argv(path: str | Path, *, namespaces: Sequence[str] = (), liveness_port: int | None = None,
-              peering: str | None = None, verbose: bool = True, extra: Sequence[str] = ()) -> list[str]:
+              peering: str | None = None, standalone: bool = True, verbose: bool = True,
+              extra: Sequence[str] = ()) -> list[str]:
     """The ``kopf run`` command line for the operator in the file ``path``.
 
     Args:
@@ -110,12 +111,19 @@ def kopf_argv(path: str | Path, *, namespaces: Sequence[str] = (), liveness_port
             (cluster-scoped resources such as Tenants are seen either way).
         liveness_port: serve kopf's liveness probe on ``127.0.0.1:<port>/healthz``.
         peering: a peering name (several replicas coordinate); ``None`` means ``--standalone``.
+        standalone: with no ``peering``, ``False`` passes neither flag: kopf then takes its
+            peering mode from its environment, as a Pod's ``env:`` would set it
+            (``KOPF_RUN_STANDALONE``, ``KOPF_RUN_PEERING``, ``KOPF_RUN_PRIORITY``: click's
+            ``auto_envvar_prefix="KOPF"`` in kopf 1.45's ``kopf/cli.py``), else auto-detects it.
         verbose: kopf's debug log (each object as handled): for log files that tests and labs
             read, too noisy for a person watching a terminal.
     """
     argv = [sys.executable, "-m", "kopf", "run", str(path)] + (["--verbose"] if verbose else [])
     argv += [f"--namespace={ns}" for ns in namespaces] if namespaces else ["--all-namespaces"]
-    argv += [f"--peering={peering}"] if peering else ["--standalone"]
+    if peering:
+        argv.append(f"--peering={peering}")
+    elif standalone:
+        argv.append("--standalone")
     if liveness_port:
         argv.append(f"--liveness=http://127.0.0.1:{liveness_port}/healthz")
     return [*argv, *extra]
@@ -156,7 +164,7 @@ class OperatorProcess:
         path: the operator's file (its kopf handlers): :func:`operator_path` for ours, or a
             learner's copy.
         kubeconfig: the cluster to talk to (default: inherit ``$KUBECONFIG``).
-        namespaces, peering, extra_args: passed to :func:`kopf_argv`.
+        namespaces, peering, standalone, extra_args: passed to :func:`kopf_argv`.
         env: extra environment variables (e.g. a resync interval).
         env_file: a ``KEY=VALUE`` file read at every start (a learner may edit it); ``env`` wins.
         log_path: where its output goes (default: a fresh file under the cache).
@@ -167,13 +175,14 @@ class OperatorProcess:
     """
 
     def __init__(self, path: str | Path, *, kubeconfig: str | Path | None = None, namespaces: Sequence[str] = (),
-                 peering: str | None = None, env: Mapping[str, str] | None = None, env_file: Path | None = None,
-                 extra_args: Sequence[str] = (), log_path: Path | None = None, attached: bool = True,
-                 identity: process.Identity | None = None, verbose: bool = True) -> None:
+                 peering: str | None = None, standalone: bool = True, env: Mapping[str, str] | None = None,
+                 env_file: Path | None = None, extra_args: Sequence[str] = (), log_path: Path | None = None,
+                 attached: bool = True, identity: process.Identity | None = None, verbose: bool = True) -> None:
         self.path = Path(path)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.namespaces = tuple(namespaces)
         self.peering = peering
+        self.standalone = standalone
         self.env = dict(env or {})
         self.env_file = Path(env_file) if env_file else None
         self.extra_args = tuple(extra_args)
@@ -226,7 +235,8 @@ class OperatorProcess:
         if self.kubeconfig:
             env["KUBECONFIG"] = str(self.kubeconfig)
         argv = kopf_argv(self.path, namespaces=self.namespaces, liveness_port=self.liveness_port,
-                         peering=self.peering, verbose=self.verbose, extra=self.extra_args)
+                         peering=self.peering, standalone=self.standalone, verbose=self.verbose,
+                         extra=self.extra_args)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a") as f:
             f.write(f"\n=== start {time.strftime('%H:%M:%S')}: {' '.join(argv)}\n")

@@ -211,6 +211,19 @@ def test_lab_state_round_trips_through_json(tmp_path):
     assert again.processes["operator"].identity == Identity(1, "2")
 
 
+def test_kopf_argv_leaves_the_peering_mode_to_the_environment_only_when_asked():
+    """--standalone by default; a peering name; or neither, so that KOPF_RUN_* variables decide (two-replicas)."""
+    def peering_flags(**kwargs) -> list[str]:
+        return [a for a in operators.kopf_argv("op.py", **kwargs) if a in ("--standalone", "--peering=p")]
+
+    assert peering_flags() == ["--standalone"]
+    assert peering_flags(peering="p") == ["--peering=p"]
+    assert peering_flags(standalone=False) == []
+    old = ProcessRecord("operator", 1, "2", "/log")  # a state file written before the field existed
+    assert old.standalone and LabState.from_json({"lab": "x", "kubeconfig": "/k", "processes": {
+        "operator": {"kind": "operator", "pid": 1, "started": "2", "log": "/log"}}}).processes["operator"].standalone
+
+
 def test_a_state_file_of_another_shape_is_a_clear_error_and_kept(tmp_path):
     path = tmp_path / "lab.json"
     path.write_text(json.dumps({"lab": "x", "kubeconfig": "/k", "objects": [["tenant", "a", None]]}))

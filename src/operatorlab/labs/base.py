@@ -202,22 +202,25 @@ class Lab:
             raise LabNotStarted(f"lab {self.id!r} runs no operator {role!r}: run `operatorlab lab start {self.id}`")
         return OperatorProcess(rec.path, kubeconfig=rec.kubeconfig, env=rec.env,
                                env_file=Path(rec.env_file) if rec.env_file else None, log_path=Path(rec.log),
-                               attached=False, identity=rec.identity, namespaces=rec.namespaces)
+                               attached=False, identity=rec.identity, namespaces=rec.namespaces,
+                               standalone=rec.standalone)
 
     def run_operator(self, path: Path, role: str = "operator", *, kubeconfig: Path | None = None,
                      env: dict[str, str] | None = None, env_file: Path | None = None,
-                     namespaces: Sequence[str] = ()) -> OperatorProcess:
+                     namespaces: Sequence[str] = (), standalone: bool = True) -> OperatorProcess:
         """Start the operator file ``path`` as ``role`` (replacing an earlier one), detached, and record it.
 
         It talks to the lab's cluster as admin unless ``kubeconfig`` says otherwise (a
         ServiceAccount, the fault proxy), and watches ``namespaces`` only, if given (a lab of a
         namespaced resource keeps to its own namespace: other operators may run beside it).
+        It runs ``--standalone`` unless ``standalone`` is False: then its environment (``env_file``)
+        says how it peers, as several replicas of one operator must.
         """
         if (earlier := self.record.processes.get(role)) is not None:
             earlier.identity.stop()
         operator = OperatorProcess(path, kubeconfig=kubeconfig or self.ctx.kubeconfig, env=env, env_file=env_file,
                                    log_path=self.ctx.state_dir / f"{self.id}-{role}.log", attached=False,
-                                   namespaces=namespaces)
+                                   namespaces=namespaces, standalone=standalone)
         return self._start(operator, role)
 
     def restart_operator(self, role: str = "operator") -> OperatorProcess:
@@ -242,7 +245,8 @@ class Lab:
                 "operator", started.identity.pid, started.identity.started, str(started.log_path),
                 port=started.liveness_port, path=str(started.path), kubeconfig=str(started.kubeconfig),
                 env=started.env, env_file=str(started.env_file) if started.env_file else None,
-                fingerprint=started.fingerprint(), namespaces=list(started.namespaces))
+                fingerprint=started.fingerprint(), namespaces=list(started.namespaces),
+                standalone=started.standalone)
             self.state.save()
 
         return operator.start(on_spawn=record)

@@ -107,9 +107,10 @@ def _print_kopf_retries(lab) -> None:
 
 def lab_restart(args: argparse.Namespace) -> int:
     lab = _lab(args.id)
-    runner.restart(lab)
-    rec = lab.record.processes["operator"]
-    print(f"{lab.id}: the lab's operator started again (pid {rec.pid}); its log: {rec.log}")
+    for role in runner.restart(lab):
+        rec = lab.record.processes[role]
+        what = "the lab's operator" if role == "operator" else f"the lab's {role}"
+        print(f"{lab.id}: {what} started again (pid {rec.pid}); its log: {rec.log}")
     return 0
 
 

@@ -16,7 +16,7 @@ from operatorlab.cluster import current
 from operatorlab.cluster.existing import UNAVAILABLE_INJECTIONS
 from operatorlab.labs import checks as lab_checks
 from operatorlab.labs.base import Check, Lab, LabContext
-from operatorlab.labs.errors import BadState, LabUnavailable
+from operatorlab.labs.errors import BadState, LabNotStarted, LabUnavailable
 from operatorlab.labs.state import Drill, read_json, write_json
 
 
@@ -143,13 +143,23 @@ def _annotations_of_tenant(lab: Lab, name: str) -> dict[str, str]:
     return dict(((tenant or {}).get("metadata") or {}).get("annotations") or {})
 
 
-def restart(lab: Lab, role: str = "operator") -> None:
+def restart(lab: Lab, role: str | None = None) -> list[str]:
     """Start the lab's operator of ``role`` again, stopped first if it runs: what ``operatorlab lab restart`` does.
 
     As a Deployment brings back a crashed Pod: the same file, kubeconfig and settings. This
     is the lab's own operator, the one its checks grade, not a second one started elsewhere.
+    With no ``role``, every operator the lab runs (a lab may run several replicas). Returns
+    the roles restarted.
+
+    Raises:
+        LabNotStarted: the lab runs no operator (of that role).
     """
-    lab.restart_operator(role)
+    roles = [role] if role else [r for r, rec in lab.record.processes.items() if rec.kind == "operator"]
+    if not roles:
+        raise LabNotStarted(f"lab {lab.id!r} runs no operator of its own: there is nothing to restart")
+    for each in roles:
+        lab.restart_operator(each)
+    return roles
 
 
 def hint(lab: Lab, *, all_hints: bool = False) -> list[str]:

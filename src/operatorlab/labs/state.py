@@ -38,7 +38,8 @@ class ProcessRecord:
     """A process a lab started (an operator or a fault proxy), found again by its identity.
 
     For an operator it also holds how to start it again (``path``, ``kubeconfig``, ``env``,
-    ``env_file``, the ``namespaces`` it watches: none means all) and the
+    ``env_file``, the ``namespaces`` it watches: none means all; ``standalone``: False when kopf
+    takes its peering mode from that environment) and the
     :meth:`~operatorlab.operators.OperatorProcess.fingerprint` of its source when it started,
     so ``lab check`` notices a learner's edit.
     """
@@ -54,6 +55,7 @@ class ProcessRecord:
     env_file: str | None = None
     fingerprint: str | None = None
     namespaces: list[str] = field(default_factory=list)
+    standalone: bool = True
 
     @property
     def identity(self) -> Identity:
