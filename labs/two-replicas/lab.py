@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from operatorlab.faults.variants import PrependToFunction
@@ -132,6 +133,20 @@ class TwoReplicas(VariantLab):
         return {p["metadata"]["name"]: p.get("status") or {} for p in found["items"]
                 if set(REPLICAS.values()) & set(p.get("status") or {})}
 
+    def _met(self) -> bool:
+        """Whether both replicas have a live record in one peering object: each can see the other."""
+        now = datetime.now(UTC)
+
+        def alive(record: dict) -> bool:
+            try:
+                seen = datetime.fromisoformat(str(record["lastseen"]))
+                return seen + timedelta(seconds=int(record.get("lifetime", 60))) > now
+            except (KeyError, TypeError, ValueError):
+                return False
+
+        return any(all(alive(status.get(pod) or {}) for pod in REPLICAS.values())
+                   for status in self._peerings().values())
+
     def _mentions(self, role: str, name: str) -> int:
         """How many lines of the replica's log are about Tenant ``name``: any work on it, not only a handler's success.
 
@@ -167,6 +182,11 @@ class TwoReplicas(VariantLab):
     def _one_replica_works(self) -> tuple[Check, str | None]:
         """A fresh Tenant converges, handled by one replica, while the other does not touch it at all."""
         label = "a new Tenant is handled by exactly one replica, and the other leaves it alone"
+        # Peered replicas that have just started may not have met yet: until each sees the other's
+        # record, both work. The probe is for replicas in their steady state, so it waits for them
+        # to meet (peered ones only: a standalone replica never announces itself).
+        if self._peerings():
+            probes.wait(self._met, LIFETIME)
         with reactions.probe_tenant(self, "lab-tr-one") as name:
             if not probes.wait(lambda: checks.tenant_reconciled(self.api, name).passed
                                and any(probes.handled(self, name, role=role) for role in REPLICAS), BUDGET):

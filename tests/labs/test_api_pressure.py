@@ -1,8 +1,9 @@
 """The api-pressure lab grades behaviour: the check forces 429s itself and measures the retries.
 
 tests/labs/test_labs.py proves the lab's protocol (the variant's storm fails the check, the
-reference fix passes). Here: restarting without the fix, and a retry loop with a short pause,
-each caught by the check that measures the spacing of the refused creates at the proxy.
+reference fix passes). Here: restarting without the fix, a retry loop with a short pause, and one
+with a fixed pause of the length a server might ask for, each caught by the check that measures
+the spacing of the refused creates at the proxy.
 """
 
 from __future__ import annotations
@@ -69,3 +70,13 @@ def test_lifting_the_pressure_and_restarting_is_not_a_fix(lab):
 def test_a_retry_loop_with_a_short_pause_is_not_a_fix(lab):
     lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("_get_or_create", PAUSED_LOOP)]))
     assert [c.name for c in failing(lab)] == [POLITE]  # check restarts the operator from the edited copy
+
+
+@pytest.mark.parametrize("pause", [1, 5])
+def test_a_retry_loop_with_a_fixed_pause_is_not_a_fix(lab, pause):
+    """A pause that matches one of the server's Retry-Afters misses the other: too soon, or late."""
+    loop = PAUSED_LOOP.replace("time.sleep(0.2)", f"time.sleep({pause})")
+    lab.learner_copy.write_text(apply(lab.original(), [ReplaceFunction("_get_or_create", loop)]))
+    failed = failing(lab)
+    assert [c.name for c in failed] == [POLITE]
+    assert ("a fixed pause is not the server's Retry-After" if pause == 5 else "refused with 429") in failed[0].message

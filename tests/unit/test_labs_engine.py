@@ -66,6 +66,13 @@ def test_status_rule_matches_method_and_path_and_counts_down():
     assert [r["status"] for r in rules.stats()["requests"]] == [None, 429, 429, None]
 
 
+def test_a_list_of_retry_afters_is_taken_in_turn():
+    rule = Rule("status", status=429, retry_after=[1, 5])
+    assert [rule.retry_after_of(n) for n in range(4)] == [1.0, 5.0, 1.0, 5.0]
+    assert Rule("status", status=429, retry_after=2).retry_after_of(7) == 2
+    assert Rule("status", status=429).retry_after_of(0) is None
+
+
 def test_gone_applies_to_watches_only_and_cut_to_any_request():
     rules = RuleSet([Rule("gone", path="/tenants$")])
     assert rules.decide("GET", "/apis/hedronite.io/v1/tenants", {}) is None

@@ -76,11 +76,11 @@ class Rule:
 
     Args:
         action: ``status`` (answer ``status`` with a Kubernetes Status body and, if set,
-            ``Retry-After``), ``gone`` (answer a watch with one ``ERROR`` event carrying a 410
-            Status, then end the stream, as kube-apiserver does for a too old
-            resourceVersion), ``cut`` (forward, then drop the connection after ``after`` s: a
-            watch mid-stream, or with ``after`` 0 any response right after its headers, as a
-            broken network does),
+            ``Retry-After``: one number, or a list whose values the answers take in turn),
+            ``gone`` (answer a watch with one ``ERROR`` event carrying a 410 Status, then end
+            the stream, as kube-apiserver does for a too old resourceVersion), ``cut``
+            (forward, then drop the connection after ``after`` s: a watch mid-stream, or
+            with ``after`` 0 any response right after its headers, as a broken network does),
             ``stall`` (hold the request unanswered for ``after`` s, then forward it: a slow
             server, or with a long ``after`` a hung one, which a client without a timeout
             waits on for as long),
@@ -102,7 +102,7 @@ class Rule:
     path: str = ""
     watch: bool | None = None
     status: int = 503
-    retry_after: float | None = None
+    retry_after: float | list[float] | None = None
     after: float = 0.0
     times: int | None = None
     name: str = ""
@@ -141,6 +141,12 @@ class Rule:
         if self.action == "gone" and not is_watch(query):
             return False
         return re.search(self.path, path) is not None
+
+    def retry_after_of(self, answer: int) -> float | None:
+        """The ``Retry-After`` of this rule's answer number ``answer`` (from 0): a list is taken in turn."""
+        if isinstance(self.retry_after, list):
+            return float(self.retry_after[answer % len(self.retry_after)]) if self.retry_after else None
+        return self.retry_after
 
     def acknowledged(self, status: int) -> bool:
         """Whether the apiserver's answer ``status`` fires this ``kill`` rule."""
@@ -280,7 +286,8 @@ def make_app(upstream: Upstream, rules: RuleSet):
             return await control(request)
         rule, record = rules.admit(request.method, request.path, dict(request.query))
         if rule is not None and rule.action == "status":
-            headers = {"Retry-After": f"{rule.retry_after:g}"} if rule.retry_after is not None else {}
+            retry_after = rule.retry_after_of(len(rules.hits[rule.name]) - 1)  # admit counted this answer
+            headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
             return web.json_response(status_body(rule.status), status=rule.status, headers=headers)
         if rule is not None and rule.action == "stall":
             await asyncio.sleep(rule.after)
