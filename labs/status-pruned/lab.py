@@ -70,7 +70,8 @@ class StatusPruned(TenantLab):
         f"with what `kubectl get tenant {NEW} -o yaml` shows.",
         "The operator's status write is accepted, no error, and part of it does not stick: kopf warns \"Merge-patching "
         "finished with inconsistencies\". Who decides which fields of a custom object are kept? "
-        f"`kubectl get crd {CRD} -o yaml` and `kubectl explain tenant.status` show what it declares.",
+        f"`kubectl get crd {CRD} -o yaml` and `kubectl explain tenant.status` show what it declares; "
+        f"`operatorlab why tenant/{NEW}` weighs it with what kopf recorded.",
         "The CRD's status schema names only namespace, cpuQuota, phase and message and no longer says "
         "`x-kubernetes-preserve-unknown-fields: true`, so the API server prunes conditions and observedGeneration. "
         "Put the schema back (`kubectl apply --server-side --force-conflicts -f crds/tenant.yaml`, or declare the "

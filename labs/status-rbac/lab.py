@@ -39,9 +39,10 @@ class StatusRbac(TenantLab):
         "show of status, and what do the operator's log lines after \"Handler 'reconcile' succeeded\" say "
         "(operatorlab lab logs status-rbac)?",
         "kopf writes a Tenant in two requests: a merge patch of the object, then one of its status subresource. "
-        "Which request does the log show refused, and for whom? `kubectl auth can-i patch tenants "
+        "Which request does the log show refused, and for whom? `kubectl auth can-i patch tenants.hedronite.io "
         f"--subresource=status --as=system:serviceaccount:{SYSTEM_NAMESPACE}:{ROLE}` asks the same question. "
-        "No cluster-admin, no wildcards: the check asks the API server what the account may do.",
+        f"`operatorlab why tenant/{NEW} --as=system:serviceaccount:{SYSTEM_NAMESPACE}:{ROLE}` asks for every verb kopf "
+        "needs. No cluster-admin, no wildcards: the check asks the API server what the account may do.",
         f"Give the ClusterRole {ROLE} back its rule `patch` on `{STATUS}` (group hedronite.io), nothing more. kopf "
         f"recorded the handler as done, so {NEW}'s lost status comes back only when the handler runs again: "
         "`operatorlab lab restart status-rbac` (its on.resume handler re-checks every Tenant). "
