@@ -13,8 +13,9 @@ import pytest
 
 from operatorlab import tenants
 from operatorlab.cluster import manifests
-from operatorlab.labs import Lab
+from operatorlab.labs import Lab, runner
 from operatorlab.labs.tenantlab import SYSTEM_NAMESPACE, operator_role
+from operatorlab.operators import operator_path
 from tests.labs import bypasses
 
 LAB = "status-rbac"
@@ -65,3 +66,15 @@ def test_writing_the_status_by_hand_is_not_a_fix(lab):
                         "observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
     assert lab.tenants.phase(NEW) == "Ready"  # the symptom is gone...
     assert bypasses.first_failure(lab) == [FOLLOWS]  # ...the fault is not: the next Tenant stays without status
+
+
+def test_an_operator_with_more_rights_beside_it_is_not_a_fix(lab):
+    """Another copy run as admin writes the status the lab's operator cannot. Whichever handles a change first
+    records it as handled for both (kopf's last-handled configuration is an annotation on the object): if it is
+    the copy beside, the lab's operator never runs its handler; if it is the lab's, its status patch is refused,
+    and its log says so. The probe fails either way."""
+    lab.run_operator(operator_path("tenant"), role="beside")
+    failed = [c for c in runner.check(lab, first_failure=True) if not c.passed]
+    assert [c.name for c in failed] == [FOLLOWS]
+    assert "not through the lab's operator" in failed[0].message or (
+        "own writes about it failed" in failed[0].message and "tenants/status" in failed[0].message)

@@ -135,7 +135,9 @@ def status_follows(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET, quiet:
     :func:`tenant_lifecycle` grades the children; this grades what the operator *says*, as
     ``kubectl wait --for=condition=Ready`` and a client comparing ``observedGeneration`` with
     ``metadata.generation`` read it (:func:`checks.tenant_status_current`). Each step must be
-    the lab's own operator's work (its log says the handler succeeded once more), and after
+    the lab's own operator's work (its log says the handler succeeded once more, and none of
+    kopf's requests about the Tenant failed: a handler succeeds *before* kopf writes its
+    status, so an operator elsewhere could write what the lab's own could not), and after
     ``quiet`` s with nothing changing the handler must have run once per change (create,
     update): a status written by hand cannot pass, and neither can an operator that repeats
     its handler because what it keeps about its progress is lost.
@@ -153,6 +155,10 @@ def status_follows(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET, quiet:
             if failed := _status_step(lab, name, action, since, runs, budget):
                 return Check(label, False, failed)
         time.sleep(quiet)  # a handler that repeats by itself does so within seconds
+        if refused := _refused_requests(lab, name):
+            return Check(label, False, f"Tenant {name} reports Ready, but the lab's operator's own writes about it "
+                                       f"failed ({len(refused)} time(s)), so something else wrote what it reports: "
+                                       f"{refused[0][:300]}. {_log_hint(lab)}")
         if (ran := _successes(lab, name, RECONCILE_HANDLER)) > len(steps):
             return Check(label, False, f"Tenant {name}: the handler '{RECONCILE_HANDLER}' succeeded {ran} times for "
                                        f"{len(steps)} changes (created, changed), so it runs again for changes already "
@@ -179,6 +185,19 @@ def _status_step(lab: Lab, name: str, action: Callable[[], Any], since: str, run
                 f"{_successes(lab, name, RECONCILE_HANDLER)} \"[{name}] Handler '{RECONCILE_HANDLER}' succeeded\" "
                 f"for {runs} change(s). {_log_hint(lab)}")
     return None
+
+
+def _refused_requests(lab: Lab, name: str, role: str = "operator") -> list[str]:
+    """The lab's operator's log lines saying one of kopf's own requests about object ``name`` failed.
+
+    kopf logs each failed attempt of its API requests (a patch of the object or of its
+    status) as ``[<name>] Request attempt #n/m failed; ...`` (ERROR, ``kopf/_cogs/clients/api.py``).
+    """
+    try:
+        log = lab.operator(role).log()
+    except LabNotStarted:
+        return []
+    return [line for line in log.splitlines() if f"[{name}] Request attempt" in line and " failed" in line]
 
 
 def _step(lab: Lab, name: str, action: Callable[[], Any], since: str, budget: float) -> str | None:
