@@ -8,27 +8,16 @@ the operator's ClusterRole as shipped (asked of the API server, as the account),
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 
-from operatorlab import rbac
 from operatorlab.cluster import manifests
 from operatorlab.labs import Check, checks, probes
 from operatorlab.labs.least_privilege import least_privilege
-from operatorlab.labs.tenantlab import TenantLab
+from operatorlab.labs.tenantlab import SYSTEM_NAMESPACE, TenantLab, operator_role
 from operatorlab.wait import eventually
 
 ROLE = "lab-missing-rbac"
-SYSTEM_NAMESPACE = "operatorlab-system"
 OK, NEW = "lab-rbac-ok", "lab-rbac-new"
-
-
-def _objects() -> list[dict]:
-    return rbac.operator_rbac("tenant", name=ROLE)
-
-
-def _role(objects: list[dict]) -> dict:
-    return next(o for o in objects if o["kind"] == "ClusterRole")
 
 
 class MissingRbac(TenantLab):
@@ -49,20 +38,11 @@ class MissingRbac(TenantLab):
     )
 
     def setup(self) -> None:
-        objects = _objects()
-        manifests.apply(self.api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}])
-        self.track("rbac.authorization.k8s.io/v1", "ClusterRole", ROLE)
-        self.track("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", ROLE)
-        self.track("v1", "ServiceAccount", ROLE, SYSTEM_NAMESPACE)
-        manifests.apply(self.api, objects)
-        kubeconfig = rbac.service_account_kubeconfig(self.api, SYSTEM_NAMESPACE, ROLE,
-                                                     self.ctx.state_dir / f"{self.id}.kubeconfig")
-        self.remember_file(kubeconfig)
-        self.start_operator(kubeconfig=kubeconfig)
+        self.start_operator_as_account(ROLE)
         self.create_tenant(OK, "1")
 
     def inject(self) -> None:
-        role = copy.deepcopy(_role(_objects()))
+        role = operator_role(ROLE)
         for rule in role["rules"]:
             if "resourcequotas" in rule["resources"]:
                 rule["verbs"] = [v for v in rule["verbs"] if v != "create"]
@@ -75,11 +55,11 @@ class MissingRbac(TenantLab):
         """The operator runs as its account; that account holds no more than the shipped ClusterRole;
         a fresh Tenant converges through create, change and delete; the lab's own Tenants are reconciled."""
         yield probes.lab_operator_runs(self)
-        yield least_privilege(self.api, SYSTEM_NAMESPACE, ROLE, _role(_objects())["rules"],
+        yield least_privilege(self.api, SYSTEM_NAMESPACE, ROLE, operator_role(ROLE)["rules"],
                               role="ClusterRole (operators/tenant/deploy/clusterrole.yaml)")
         yield probes.tenant_lifecycle(self, "lab-rbac-probe")
         for name in [OK] + ([NEW] if self.made_tenant(NEW) else []):
             yield checks.tenant_reconciled(self.api, name)
 
     def solve(self) -> None:
-        manifests.apply(self.api, [_role(_objects())])
+        manifests.apply(self.api, [operator_role(ROLE)])

@@ -77,6 +77,41 @@ def tenant_reconciled(api, name: str) -> Check:
     return Check(label, True, f"namespace {namespace} with quota cpu {want}")
 
 
+def tenant_status_current(api, name: str) -> Check:
+    """The Tenant's status says Ready *about its current spec*: what ``kubectl wait`` and any client read.
+
+    A ``Ready=True`` condition whose ``observedGeneration`` and ``status.observedGeneration``
+    are ``metadata.generation``, and ``status.cpuQuota`` as in the spec. ``status.phase``
+    alone is not enough: ``kubectl wait --for=condition=Ready`` reads the condition, and
+    without ``observedGeneration`` nobody can tell a status about the old spec from one
+    about the new.
+    """
+    from kubernetes import client
+
+    label = f"Tenant {name} reports Ready about its current spec (Ready condition, observedGeneration)"
+    tenant = get_or_none(lambda: client.CustomObjectsApi(api).get_cluster_custom_object(*TENANTS, name))
+    if tenant is None:
+        return Check(label, False, f"Tenant {name} does not exist (kubectl get tenants)")
+    status, generation = tenant.get("status") or {}, tenant["metadata"].get("generation")
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    seen: list[str] = []
+    if ready is None:
+        seen.append(f"no Ready condition in status.conditions (kubectl wait --for=condition=Ready tenant/{name} "
+                    f"would wait for ever)")
+    elif ready.get("status") != "True" or ready.get("observedGeneration") != generation:
+        seen.append(f"its Ready condition is {ready.get('status')} ({ready.get('reason')}) about generation "
+                    f"{ready.get('observedGeneration')}")
+    if status.get("observedGeneration") != generation:
+        seen.append(f"status.observedGeneration={status.get('observedGeneration')!r}")
+    if str(status.get("cpuQuota")) != str(tenant["spec"].get("cpuQuota")):
+        seen.append(f"status.cpuQuota={status.get('cpuQuota')!r}")
+    if seen:
+        return Check(label, False, f"Tenant {name} is at metadata.generation {generation} with spec.cpuQuota "
+                                   f"{tenant['spec'].get('cpuQuota')!r}, but {'; '.join(seen)}. kubectl get tenant "
+                                   f"{name} -o yaml: {tenant_evidence(tenant)}")
+    return Check(label, True, f"Ready=True about generation {generation}, cpuQuota {status.get('cpuQuota')}")
+
+
 def tenant_not_stuck(api, name: str) -> Check:
     """The Tenant is either live or gone, not hanging in Terminating."""
     from kubernetes import client

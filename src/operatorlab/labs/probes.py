@@ -9,6 +9,9 @@ the lab's operator does about it, within a budget:
 :func:`tenant_lifecycle`      a fresh Tenant of a fresh name is created, changed to a fresh value
                               and deleted: namespace and quota follow, nothing is left Terminating,
                               and the lab's operator's own log says it did the work;
+:func:`status_follows`      a fresh Tenant's status says Ready about its spec (condition and
+                              observedGeneration), follows a change of it, and the lab's operator
+                              ran its handler once per change, no more;
 :func:`gap_closed_on_restart` the lab's operator is stopped, a fresh Tenant's namespace deleted
                               meanwhile, the operator started again: the namespace comes back;
 :func:`handled`               the lab's operator's log says a handler succeeded for a Tenant (so
@@ -122,6 +125,79 @@ def tenant_lifecycle(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET, upda
         delete_tenant(lab, name, force=True)
     steps = "created, changed and deleted" if update and delete else "created"
     return Check(label, True, f"Tenant {name}: {steps} by the lab's operator, each within {budget:g} s")
+
+
+def status_follows(lab: Lab, prefix: str, *, budget: float = STEP_BUDGET, quiet: float = 3.0,
+                   label: str = "a new Tenant's status follows its spec (Ready condition, observedGeneration), "
+                                "one handler run per change") -> Check:
+    """A fresh Tenant's status reports Ready about its spec, then about a changed spec: what clients read.
+
+    :func:`tenant_lifecycle` grades the children; this grades what the operator *says*, as
+    ``kubectl wait --for=condition=Ready`` and a client comparing ``observedGeneration`` with
+    ``metadata.generation`` read it (:func:`checks.tenant_status_current`). Each step must be
+    the lab's own operator's work (its log says the handler succeeded once more, and none of
+    kopf's requests about the Tenant failed: a handler succeeds *before* kopf writes its
+    status, so an operator elsewhere could write what the lab's own could not), and after
+    ``quiet`` s with nothing changing the handler must have run once per change (create,
+    update): a status written by hand cannot pass, and neither can an operator that repeats
+    its handler because what it keeps about its progress is lost.
+    """
+    if not (running := lab_operator_runs(lab)).passed:
+        return Check(label, False, f"not probed: {running.message}")
+    name = probe_name(prefix)
+    lab.track(f"{tenants.GROUP}/{tenants.VERSION}", "Tenant", name)
+    lab.track("v1", "Namespace", tenants.namespace_of(name))
+    first, second = f"{secrets.randbelow(900) + 100}m", f"{secrets.randbelow(900) + 1100}m"
+    steps = ((lambda: lab.tenants.create(name, first, f"lab {lab.id} probe"), f"created {budget:g} s ago"),
+             (lambda: lab.tenants.patch_spec(name, cpuQuota=second), f"changed to cpuQuota {second} {budget:g} s ago"))
+    try:
+        for runs, (action, since) in enumerate(steps, start=1):
+            if failed := _status_step(lab, name, action, since, runs, budget):
+                return Check(label, False, failed)
+        time.sleep(quiet)  # a handler that repeats by itself does so within seconds
+        if refused := _refused_requests(lab, name):
+            return Check(label, False, f"Tenant {name} reports Ready, but the lab's operator's own writes about it "
+                                       f"failed ({len(refused)} time(s)), so something else wrote what it reports: "
+                                       f"{refused[0][:300]}. {_log_hint(lab)}")
+        if (ran := _successes(lab, name, RECONCILE_HANDLER)) > len(steps):
+            return Check(label, False, f"Tenant {name}: the handler '{RECONCILE_HANDLER}' succeeded {ran} times for "
+                                       f"{len(steps)} changes (created, changed), so it runs again for changes already "
+                                       f"handled: kubectl get tenant {name} -o yaml shows what kopf keeps about it. "
+                                       f"{_log_hint(lab)}")
+    finally:
+        delete_tenant(lab, name, force=True)
+        checks.get_or_none(lambda: lab.core.delete_namespace(tenants.namespace_of(name)))
+    return Check(label, True, f"Tenant {name}: Ready about generation 1, then 2, within {budget:g} s each; "
+                              f"the handler ran once per change")
+
+
+def _status_step(lab: Lab, name: str, action: Callable[[], Any], since: str, runs: int, budget: float) -> str | None:
+    """Do ``action``; why Tenant ``name``'s status then did not report it within ``budget`` s, or None.
+
+    Reported: :func:`checks.tenant_status_current` passes, and the lab's operator's log says
+    the handler succeeded ``runs`` times for it by now (so the status is its work).
+    """
+    action()
+    if not wait(lambda: checks.tenant_status_current(lab.api, name).passed, budget):
+        return f"Tenant {name} {since}: {checks.tenant_status_current(lab.api, name).message}. {_log_hint(lab)}"
+    if not wait(lambda: _successes(lab, name, RECONCILE_HANDLER) >= runs, budget):
+        return (f"Tenant {name} {since} reports Ready, but not through the lab's operator: its log has "
+                f"{_successes(lab, name, RECONCILE_HANDLER)} \"[{name}] Handler '{RECONCILE_HANDLER}' succeeded\" "
+                f"for {runs} change(s). {_log_hint(lab)}")
+    return None
+
+
+def _refused_requests(lab: Lab, name: str, role: str = "operator") -> list[str]:
+    """The lab's operator's log lines saying one of kopf's own requests about object ``name`` failed.
+
+    kopf logs each failed attempt of its API requests (a patch of the object or of its
+    status) as ``[<name>] Request attempt #n/m failed; ...`` (ERROR, ``kopf/_cogs/clients/api.py``).
+    """
+    try:
+        log = lab.operator(role).log()
+    except LabNotStarted:
+        return []
+    return [line for line in log.splitlines() if f"[{name}] Request attempt" in line and " failed" in line]
 
 
 def _step(lab: Lab, name: str, action: Callable[[], Any], since: str, budget: float) -> str | None:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from operatorlab import tenants
+from operatorlab import rbac, tenants
+from operatorlab.cluster import manifests
 from operatorlab.faults import variants
 from operatorlab.labs import checks
 from operatorlab.labs.base import Lab
@@ -14,6 +15,13 @@ from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
 
 TENANT_API_VERSION = f"{tenants.GROUP}/{tenants.VERSION}"
+#: Where the operators' ServiceAccounts live (their kustomization's namespace).
+SYSTEM_NAMESPACE = "operatorlab-system"
+
+
+def operator_role(name: str) -> dict:
+    """The Tenant operator's ClusterRole as shipped (``operators/tenant/deploy/``), named ``name``."""
+    return next(o for o in rbac.operator_rbac("tenant", name=name) if o["kind"] == "ClusterRole")
 
 
 class TenantLab(Lab):
@@ -40,6 +48,23 @@ class TenantLab(Lab):
     def start_operator(self, role: str = "operator", *, kubeconfig: Path | None = None) -> OperatorProcess:
         """Run ``operators/tenant/tenant_operator.py`` as ``role``."""
         return self.run_operator(operator_path("tenant"), role, kubeconfig=kubeconfig)
+
+    def start_operator_as_account(self, account: str) -> OperatorProcess:
+        """Run the Tenant operator as ServiceAccount ``operatorlab-system/<account>``, with a token, as in a Pod.
+
+        Its RBAC is a private copy of the shipped one (ClusterRole, binding and account all
+        named ``account``, tracked), so a lab can break the copy and grade it against the
+        original (:func:`operator_role`) without touching ``tenant-operator``'s own.
+        """
+        manifests.apply(self.api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}])
+        self.track("rbac.authorization.k8s.io/v1", "ClusterRole", account)
+        self.track("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", account)
+        self.track("v1", "ServiceAccount", account, SYSTEM_NAMESPACE)
+        manifests.apply(self.api, rbac.operator_rbac("tenant", name=account))
+        kubeconfig = rbac.service_account_kubeconfig(self.api, SYSTEM_NAMESPACE, account,
+                                                     self.ctx.state_dir / f"{self.id}.kubeconfig")
+        self.remember_file(kubeconfig)
+        return self.start_operator(kubeconfig=kubeconfig)
 
 
 class VariantLab(TenantLab):
