@@ -250,7 +250,7 @@ def drill_exam(args: argparse.Namespace) -> int:
     """Start an exam, or grade the drill in front of the learner and move on; or show the history."""
     if args.history:
         results = exam.load_history()
-        print("\n".join(r.line() for r in results) if results else "no exam taken yet: operatorlab drill exam")
+        print("\n".join(r.line() for r in results) if results else exam.NO_HISTORY)
         return 0
     ctx = runner.context()
     if exam.current(ctx) is None:

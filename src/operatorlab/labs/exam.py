@@ -36,6 +36,9 @@ from operatorlab.labs.state import read_json, write_json
 #: The history's format; a reader refuses another.
 VERSION = 1
 
+#: What the history says before the first exam (``--history``, the notebook's plot): how to take one.
+NO_HISTORY = "No exam taken yet. Take one in a terminal: operatorlab drill exam --minutes 30 --count 3"
+
 
 @dataclass
 class Task:
