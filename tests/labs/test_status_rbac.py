@@ -72,9 +72,10 @@ def test_an_operator_with_more_rights_beside_it_is_not_a_fix(lab):
     """Another copy run as admin writes the status the lab's operator cannot. Whichever handles a change first
     records it as handled for both (kopf's last-handled configuration is an annotation on the object): if it is
     the copy beside, the lab's operator never runs its handler; if it is the lab's, its status patch is refused,
-    and its log says so. The probe fails either way."""
+    and its log says so, or (on a busy machine, before kopf has logged its refused attempt) the Tenant simply
+    has no status. The probe fails each way."""
     lab.run_operator(operator_path("tenant"), role="beside")
     failed = [c for c in runner.check(lab, first_failure=True) if not c.passed]
     assert [c.name for c in failed] == [FOLLOWS]
-    assert "not through the lab's operator" in failed[0].message or (
+    assert "not through the lab's operator" in failed[0].message or "no status at all" in failed[0].message or (
         "own writes about it failed" in failed[0].message and "tenants/status" in failed[0].message)
