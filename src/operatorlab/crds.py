@@ -26,8 +26,17 @@ def shipped(filename: str) -> dict[str, Any]:
 
 
 def copy_to_group(crd: dict[str, Any], group: str) -> dict[str, Any]:
-    """A deep copy of ``crd`` serving the same kind under ``group`` (so its name is ``plural.group``)."""
+    """A deep copy of ``crd`` under ``group``, its kind renamed ``<Kind>Copy`` and without short names.
+
+    The rename matters to kubectl: it resolves a bare ``tenant`` to the first group serving a kind
+    of that name, and caches discovery on disk, so a copy of the same kind would take over (and,
+    once deleted, leave a stale mapping behind) for every ``kubectl get tenant`` on the cluster.
+    """
     moved = copy.deepcopy(crd)
+    names = moved["spec"]["names"]
+    kind = f"{names['kind']}Copy"
+    moved["spec"]["names"] = {"kind": kind, "listKind": f"{kind}List", "plural": f"{names['kind'].lower()}copies",
+                              "singular": kind.lower()}
     moved["spec"]["group"] = group
     moved["metadata"] = {"name": f"{moved['spec']['names']['plural']}.{group}"}
     return moved
@@ -111,7 +120,7 @@ def create(api_client: Any, crd: dict[str, Any], name: str, spec: Any, *, dry_ru
     """
     from kubernetes import client
 
-    extra = {"dry_run": "All"} if dry_run else {}
+    extra: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
     if field_validation:
         extra["field_validation"] = field_validation
     try:
