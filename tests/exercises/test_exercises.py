@@ -22,6 +22,10 @@ from tests.exercises.conftest import OPERATOR_GROUPS, group_of
 CAPSTONE = "08-capstone"
 EXERCISES = {i: cls for i, cls in discover().items() if i != CAPSTONE}
 
+# The rules of the lesson 09 solutions, as their source spells them: a mistake replaces one.
+QUANTITY_RULE = "\"type(self) == int ? self >= 0 : isQuantity(self) && !quantity(self).isLessThan(quantity('0'))\""
+REGION_RULE = '"!has(oldSelf.region) || has(self.region) && self.region == oldSelf.region"'
+
 # exercise id -> {mistake: (text in the solution, replacement)}
 MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
     "01-idempotent-quota": {
@@ -139,6 +143,23 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "an absurd 1 ms timeout": ("REQUEST_TIMEOUT = (1.0, 1.0)", "REQUEST_TIMEOUT = (0.001, 0.001)"),
         "the timeout escapes as an urllib3 error": ("except urllib3.exceptions.HTTPError as e:",
                                                      "except TimeoutError as e:"),
+    },
+    "09-cel-rule": {
+        "refuses everything (false)": (QUANTITY_RULE, '"false"'),
+        "accepts everything (true)": (QUANTITY_RULE, '"true"'),
+        "the old pattern, in CEL (refuses 1e3)": (
+            QUANTITY_RULE, "\"type(self) == int ? self >= 0 : self.matches('^([0-9]+([.][0-9]{1,3})?|[0-9]+m)$')\""),
+        "negative quantities let through": (" && !quantity(self).isLessThan(quantity('0'))", ""),
+        "no message: the server's default words": (
+            '        "message": "cpuQuota must be a CPU quantity, such as 2, 500m or 1e3",\n', ""),
+    },
+    "09-immutable-field": {
+        "refuses everything (false)": (REGION_RULE, '"false"'),
+        "accepts everything (true)": (REGION_RULE, '"true"'),
+        "refuses every update (the whole spec immutable)": (REGION_RULE, '"self == oldSelf"'),
+        "a region can never be added later": (REGION_RULE, '"self.region == oldSelf.region"'),
+        "removal let through": (
+            REGION_RULE, '"!has(oldSelf.region) || !has(self.region) || self.region == oldSelf.region"'),
     },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
