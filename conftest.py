@@ -92,32 +92,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #: Rough seconds one test takes, by where it lives (measured on 2 cores, 10 workers): what the
 #: hand-out order sorts by. A lab test starts, breaks and probes a lab; a notebook cell is a step.
 _SECONDS = (("tests/labs/", 35.0), ("tests/integration/", 12.0), ("tests/exercises/", 8.0), ("notebooks/", 2.0))
-_LONG = 90.0  # a test marked long: its own image, its own make test, a component stopped
 
 
-def _hand_out_order(items: list[pytest.Item]) -> Callable[[pytest.Item], float]:
+def _hand_out_order(items: list[pytest.Item]) -> Callable[[pytest.Item], tuple[int, float]]:
     """The order xdist hands the tests out in (``--no-loadscope-reorder`` keeps it): longest first.
 
     A worker takes a whole xdist group at once, so a long group handed out last runs
-    alone at the end while the other workers sit idle; so does a long single test. So
-    every group and single test goes by its estimated time, longest first: estimated,
-    not counted, as a notebook is a group of many quick cells and a lab's bypasses a
-    group of a few slow tests. Stable: among equals, collection order.
+    alone at the end while the other workers sit idle; so does a long single test. First
+    the tests marked ``long`` (half a minute or more in one test), then every group and
+    single test by its estimated time, longest first. Estimated, not counted: a notebook
+    is a group of many quick cells, a lab's bypasses a group of a few slow tests. Stable:
+    among equals, collection order.
     """
     def group(item: pytest.Item) -> str | None:
         mark = item.get_closest_marker("xdist_group")
         return str(mark.args[0]) if mark and mark.args else None
 
     def seconds(item: pytest.Item) -> float:
-        if item.get_closest_marker("long"):
-            return _LONG
         where = Path(str(item.fspath)).resolve().relative_to(Path(__file__).parent).as_posix()
         return next((s for prefix, s in _SECONDS if where.startswith(prefix)), 0.5)
 
     estimates: defaultdict[str, float] = defaultdict(float)
     for item in items:
         estimates[group(item) or item.nodeid] += seconds(item)
-    return lambda item: -estimates[group(item) or item.nodeid]
+
+    def key(item: pytest.Item) -> tuple[int, float]:
+        if item.get_closest_marker("long"):
+            return (0, 0.0)
+        return (1, -estimates[group(item) or item.nodeid])
+    return key
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from operatorlab.labs import registry, runner
 from tests.labs.clusters import ON_EXISTING_CLUSTER, cluster_for, xdist_group_of
 
 LAB = registry.get("controller-manager-down")
-pytestmark = [pytest.mark.xdist_group(xdist_group_of(LAB)), pytest.mark.long,  # a controller-manager stopped
+pytestmark = [pytest.mark.xdist_group(xdist_group_of(LAB)),
               pytest.mark.skipif(ON_EXISTING_CLUSTER, reason="stops a control-plane component: local cluster only")]
 
 ROLLS_OUT = "a new Deployment rolls out and follows a scale"

@@ -30,10 +30,7 @@ RUNNABLE = {i: c for i, c in LABS.items() if not (ON_EXISTING_CLUSTER and i in N
 
 def _param(lab_id: str, cls) -> pytest.param:
     group = xdist_group_of(cls)
-    marks = [pytest.mark.xdist_group(group)] if group else []
-    if group and group.startswith("lab-private-"):
-        marks.append(pytest.mark.long)  # a cluster of its own, a component stopped and started
-    return pytest.param(lab_id, marks=marks, id=lab_id)
+    return pytest.param(lab_id, marks=[pytest.mark.xdist_group(group)] if group else [], id=lab_id)
 
 
 @pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in RUNNABLE.items()])

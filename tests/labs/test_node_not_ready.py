@@ -17,7 +17,7 @@ from operatorlab.labs import Lab
 from tests.labs.clusters import ON_EXISTING_CLUSTER
 from tests.labs.drilling import drill_module, failing, started
 
-pytestmark = [pytest.mark.xdist_group("drill-node-not-ready"), pytest.mark.long,  # node leases expire
+pytestmark = [pytest.mark.xdist_group("drill-node-not-ready"),
               pytest.mark.skipif(ON_EXISTING_CLUSTER, reason="stops kwok: needs the local cluster")]
 
 DRILL = "node-not-ready"
