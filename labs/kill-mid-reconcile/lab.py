@@ -93,8 +93,7 @@ class KillMidReconcile(TenantLab):
         writes: reactions.WriteCounter | None = None
         try:
             tenant = self.tenants.create(name, f"{secrets.randbelow(900) + 100}m", f"lab {self.id} probe")
-            writes = reactions.WriteCounter(self, name, tenant["metadata"]["resourceVersion"],
-                                            budget=2 * probes.STEP_BUDGET + NOBODY_ELSE + 30)
+            writes = reactions.WriteCounter(self, tenant, budget=2 * probes.STEP_BUDGET + NOBODY_ELSE + 30)
             if not operator.wait_exit(timeout=probes.STEP_BUDGET):
                 return Check(label, False, f"the lab's operator was not killed within {probes.STEP_BUDGET:g} s of "
                                            f"Tenant {name}'s creation: it never created namespace {namespace} "

@@ -71,49 +71,36 @@ def writes_while_idle(lab: Lab, name: str, window: float) -> Writes:
     metadata writes included), so this counts the operator's writes to the object from
     the API server's side, whatever the operator logs.
     """
-    from kubernetes import watch
-
-    start = lab.tenants.get(name)
-    previous = start
-    changed: dict[str, int] = {}
-    count = 0
-    stream = watch.Watch()
-    deadline = time.monotonic() + window
-    for event in stream.stream(lab.custom.list_cluster_custom_object, *checks.TENANTS,
-                               field_selector=f"metadata.name={name}",
-                               resource_version=start["metadata"]["resourceVersion"],
-                               timeout_seconds=max(1, round(window))):
-        if event["type"] == "MODIFIED":
-            count += 1
-            for path in _differences(previous, event["object"]):
-                changed[path] = changed.get(path, 0) + 1
-            previous = event["object"]
-        if time.monotonic() >= deadline:
-            stream.stop()
-    ranked = tuple(sorted(changed, key=lambda p: -changed[p]))
-    return Writes(count, window, ranked)
+    counter = WriteCounter(lab, lab.tenants.get(name), budget=window)
+    time.sleep(window)
+    return Writes(counter.stop(), window, counter.changed())
 
 
 class WriteCounter:
-    """Counts the writes the API server commits to Tenant ``name``, from a watch on a background thread.
+    """Counts the writes the API server commits to a Tenant, from a watch on a background thread.
 
-    Started right after the Tenant's creation (from its resourceVersion), it sees each later
-    write as one ``MODIFIED`` event, whoever sent it. Compared with the writes the lab's
-    fault proxy forwarded (:func:`writes_through`), it tells whether someone besides the
-    lab's operator is writing the object: a second operator's writes reach the API server
-    without passing through the lab's proxy. Undercounting is the only error a watch can
-    make here (its stream ending early), which can only hide a writer, never invent one.
+    Started from a version of the Tenant (its resourceVersion), it sees each later write as
+    one ``MODIFIED`` event, whoever sent it, and notes which fields each changed. Compared
+    with the writes the lab's fault proxy forwarded (:func:`writes_through`), it tells
+    whether someone besides the lab's operator is writing the object: a second operator's
+    writes reach the API server without passing through the lab's proxy. Undercounting is
+    the only error a watch can make here (its stream ending early), which can only hide a
+    writer, never invent one.
     """
 
-    def __init__(self, lab: Lab, name: str, resource_version: str, budget: float) -> None:
+    def __init__(self, lab: Lab, start: dict[str, Any], budget: float) -> None:
         import threading
 
         from kubernetes import watch
 
         self.count = 0
+        self._previous = start
+        self._changed: dict[str, int] = {}
         self._stream = watch.Watch()
         self._args = (lab.custom.list_cluster_custom_object, *checks.TENANTS)
-        self._kwargs = {"field_selector": f"metadata.name={name}", "resource_version": resource_version,
+        name = start["metadata"]["name"]
+        self._kwargs = {"field_selector": f"metadata.name={name}",
+                        "resource_version": start["metadata"]["resourceVersion"],
                         "timeout_seconds": max(1, round(budget))}
         self._thread = threading.Thread(target=self._run, name=f"writes-to-{name}", daemon=True)
         self._thread.start()
@@ -123,6 +110,9 @@ class WriteCounter:
             for event in self._stream.stream(*self._args, **self._kwargs):
                 if event["type"] == "MODIFIED":
                     self.count += 1
+                    for path in _differences(self._previous, event["object"]):
+                        self._changed[path] = self._changed.get(path, 0) + 1
+                    self._previous = event["object"]
         except Exception:  # noqa: BLE001 (a watch that ends early undercounts, which only hides a writer)
             return
 
@@ -130,6 +120,11 @@ class WriteCounter:
         """Stop counting; the writes seen so far."""
         self._stream.stop()
         return self.count
+
+    def changed(self) -> tuple[str, ...]:
+        """The fields the writes changed, most often changed first."""
+        changed = dict(self._changed)
+        return tuple(sorted(changed, key=lambda p: -changed[p]))
 
 
 def writes_through(proxy: FaultProxy, name: str, since: float) -> int:
