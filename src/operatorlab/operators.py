@@ -223,7 +223,7 @@ class OperatorProcess:
         while not self._spawn_and_wait(timeout=timeout, on_spawn=on_spawn):
             attempts -= 1
             # Only a probe port taken between choosing and binding it is worth another try.
-            if not attempts or "address already in use" not in self.log_tail(3):
+            if not attempts or not process.lost_port_race(self.log_path):
                 raise RuntimeError(f"operator {self.path} exited at startup:\n{process.tail(self.log_path)}")
         return self
 

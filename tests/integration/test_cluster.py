@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from kubernetes import client, config
 from operatorlab.cluster import ExistingCluster, LocalCluster, current, process
 from operatorlab.cluster.local import COMPONENTS
 from operatorlab.wait import eventually
+
+_real_free_port = process.free_port
 
 pytestmark = pytest.mark.local_cluster  # every test here starts clusters of its own from the binaries
 
@@ -126,8 +129,21 @@ def test_current_finds_the_local_cluster_behind_kubeconfig(spare, monkeypatch):
     assert isinstance(found, LocalCluster) and found.dir == spare.dir
 
 
-def test_down_leaves_no_process_and_purge_no_state(tmp_path):
-    cluster = LocalCluster("short-lived", root=tmp_path).up(log=lambda _: None)
+def test_a_port_taken_before_the_bind_means_new_ports_and_down_leaves_nothing(tmp_path, monkeypatch):
+    # The race a busy machine runs: the controller-manager's port is free when chosen
+    # and taken (here by us) before the component binds it.
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        chosen = iter([*(process.free_port() for _ in range(3)), taken])
+        monkeypatch.setattr(process, "free_port", lambda: next(chosen, None) or _real_free_port())
+        messages: list[str] = []
+        cluster = LocalCluster("short-lived", root=tmp_path).up(log=messages.append)
+    assert any("was taken after it was chosen" in m for m in messages), messages
+    assert taken not in {r.port for r in cluster.status()}
+    assert all(r.healthy for r in cluster.status())
+
     pids = {r.name: r.pid for r in cluster.status()}
     cluster.down(purge=True, log=lambda _: None)
     for name, pid in pids.items():

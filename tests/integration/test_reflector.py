@@ -11,6 +11,7 @@ jittered ones.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from operatorlab.cluster import process
 from operatorlab.controllers.listwatch import TENANTS, ListWatch, Reflector, WatchEvent
 from operatorlab.controllers.reflector_policy import Attempt, Outcome, RequestFailed, decide
 from operatorlab.faults.proxy import FaultProxy
@@ -145,3 +147,21 @@ def test_a_proxy_that_cuts_every_watch_at_once_causes_no_hot_loop(proxy, tenant_
     assert 2 <= len(requests) <= 4, requests
     assert reflector.backoffs >= 2
     assert {d.row for d in decisions[-3:]} <= {2, 6, 10}  # very short watch (or its request cut): relist after backoff
+
+
+def test_a_proxy_port_taken_before_the_proxy_binds_it_is_chosen_again(tmp_path: Path, monkeypatch) -> None:
+    """Between choosing its port and binding it, another process may take it (a busy test run)."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        choices = iter([taken])
+        real_free_port = process.free_port
+        monkeypatch.setattr(process, "free_port", lambda: next(choices, None) or real_free_port())
+        proxy = FaultProxy(Path(os.environ["KUBECONFIG"]), tmp_path, name="squatted").start()
+        try:
+            assert proxy.port != taken
+            assert "address already in use" in proxy.log_path.read_text().lower()
+            assert proxy.stats() is not None
+        finally:
+            proxy.stop()

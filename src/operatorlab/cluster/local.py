@@ -51,8 +51,19 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 #: Every port a local cluster listens on (all on 127.0.0.1).
 _PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
+#: Starts tried in all when a chosen port is taken before the component binds it.
+_PORT_RACE_ATTEMPTS = 3
+
 #: Components a lab may stop and start on its own (the rest hold the cluster up).
 RESTARTABLE = ("kube-controller-manager", "kube-scheduler", "kwok")
+
+class PortTaken(ClusterError):
+    """A component exited because its port was taken after :func:`process.free_port` chose it."""
+
+    def __init__(self, message: str, *, component: str) -> None:
+        super().__init__(message)
+        self.component = component
+
 
 @dataclass(frozen=True)
 class _Wait:
@@ -111,14 +122,33 @@ class LocalCluster:
         """
         started = time.monotonic()
         self.steps = {}
-
-        def step(name: str) -> None:
-            self.steps[name] = time.monotonic() - started
-
         self._renew_outdated_certificates(log=log)
         if self.is_up():
             log(f"cluster {self.name!r} is already up: {self.server}")
             return self
+        for attempt in range(1, _PORT_RACE_ATTEMPTS + 1):
+            try:
+                self._start_components(log=log, started=started, wait_timeout=wait_timeout)
+                break
+            except PortTaken as race:
+                if attempt == _PORT_RACE_ATTEMPTS:
+                    raise
+                # Another program bound the port between our check and the component's own
+                # bind (ports are chosen, not reserved). Nothing is half-made: stop what
+                # started, keep PKI and etcd data, choose new ports, start again.
+                log(f"  {race.component}: port {self._state.ports.get(race.component)} was taken "
+                    f"after it was chosen; starting again on new ports")
+                self.down(log=lambda _: None)
+                self._state.ports = {}
+        log(f"cluster {self.name!r} up in {time.monotonic() - started:.1f}s: {self.server}")
+        log(f"  export KUBECONFIG={self.kubeconfig}")
+        return self
+
+    def _start_components(self, *, log: Log, started: float, wait_timeout: float) -> None:
+        """One attempt of :meth:`up`: start what is not running and wait for each step."""
+        def step(name: str) -> None:
+            self.steps[name] = time.monotonic() - started
+
         bins = binaries_mod.find()
         running = [c for c in COMPONENTS if self._running(c)]
         if not running:
@@ -166,9 +196,6 @@ class LocalCluster:
         for c in COMPONENTS:
             log(f"  {c:<24} ready (pid {self._state.pids[c]}, port {self._state.ports[c]})")
         log(f"  {len(names)} simulated node(s) Ready: {', '.join(names)}")
-        log(f"cluster {self.name!r} up in {time.monotonic() - started:.1f}s: {self.server}")
-        log(f"  export KUBECONFIG={self.kubeconfig}")
-        return self
 
     def down(self, *, purge: bool = False, log: Log = print) -> None:
         """Stop every component (reverse order); with ``purge``, delete all state too."""
@@ -386,6 +413,8 @@ class LocalCluster:
         while pending:
             for c in alive:
                 if not self._running(c):
+                    if process.lost_port_race(self._log(c)):
+                        raise PortTaken(self._failure(c, "exited during startup"), component=c)
                     raise ClusterError(self._failure(c, "exited during startup"))
             for wait in list(pending):
                 if wait.holds():

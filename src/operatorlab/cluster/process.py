@@ -159,6 +159,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def lost_port_race(log: Path) -> bool:
+    """Whether the server logging to ``log`` exited because its port was taken before it bound it.
+
+    :func:`free_port` chooses a port, it cannot reserve it: another program may bind it
+    first. Go (``bind: address already in use``), aiohttp and Python (``[Errno 98]
+    Address already in use``) all say so in words, so a caller may choose again.
+    """
+    return "address already in use" in tail(log, 5).lower()
+
+
 def port_free(port: int) -> bool:
     """Whether nothing listens on 127.0.0.1:``port`` right now (so we may bind it)."""
     with socket.socket() as s:

@@ -413,20 +413,31 @@ class FaultProxy:
             RuntimeError: it exited or did not answer within ``timeout`` s (with its log tail).
         """
         self.stop()
+        attempts = 3
+        while not self._spawn_and_wait(rules or [], timeout=timeout):
+            attempts -= 1
+            # Only a port taken between choosing and binding it is worth another try.
+            if not attempts or not process.lost_port_race(self.log_path):
+                raise RuntimeError(f"fault proxy exited:\n{process.tail(self.log_path)}")
+        return self
+
+    def _spawn_and_wait(self, rules: list[dict], *, timeout: float) -> bool:
+        """One attempt on a newly chosen port: True once it answers, False if it exited."""
         self.port = process.free_port()
         argv = [sys.executable, "-m", "operatorlab.faults.proxy",
                 "--kubeconfig", str(self.upstream_kubeconfig), "--port", str(self.port),
-                "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules or [])]
+                "--write-kubeconfig", str(self.kubeconfig), "--rules", json.dumps(rules)]
         self.identity = process.Identity.of(process.spawn(argv, self.log_path))
         if self._on_start:
             self._on_start(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.identity.alive:
-                raise RuntimeError(f"fault proxy exited:\n{process.tail(self.log_path)}")
+                self.stop()  # reaps it
+                return False
             try:
                 self.stats()
-                return self
+                return True
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"fault proxy not answering after {timeout:.0f}s:\n{process.tail(self.log_path)}")
