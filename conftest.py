@@ -59,10 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
     cluster.up(log=lambda line: print(f"[cluster] {line}", flush=True))
     os.environ.update({k: v for k, v in cluster.env().items() if v})
     # The notebooks run with their exercise starters in place: into a folder of the session's
-    # own, never over a learner's answers in notebooks/work/; the same for their progress.
+    # own, never over a learner's answers in notebooks/work/; the same for their progress and
+    # their mock exams (lesson 08 plots the history: a learner's own would change its output).
     scratch = Path(tempfile.mkdtemp(prefix="operatorlab-test-"))
     os.environ.setdefault("OPERATORLAB_WORK_DIR", str(scratch / "work"))
     os.environ.setdefault("OPERATORLAB_PROGRESS", str(scratch / "progress.json"))
+    os.environ.setdefault("OPERATORLAB_EXAM_HISTORY", str(scratch / "exam-history.json"))
     api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
     manifests.apply_crds(api, paths.crds_dir())
 

@@ -78,7 +78,8 @@ def test_make_test_on_an_existing_cluster_builds_nothing_and_passes(tmp_path_fac
         env = {k: v for k, v in os.environ.items()
                if k not in ("KUBEBUILDER_ASSETS", "OPERATORLAB_TEST_CLUSTER", "PYTEST_XDIST_WORKER",
                             "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL",
-                            "OPERATORLAB_WORK_DIR", "OPERATORLAB_PROGRESS")}
+                            "OPERATORLAB_WORK_DIR", "OPERATORLAB_PROGRESS",
+                            "OPERATORLAB_EXAM_HISTORY")}
         env.update({
             "OPERATORLAB_CLUSTER": "existing",
             "KUBECONFIG": str(kubeconfig),
