@@ -1,12 +1,6 @@
 """Which cluster, and which xdist group, a lab's test runs on (the fixtures are in conftest.py,
 whose docstring says why).
 
-A lab that runs the Tenant operator, or stops a control-plane component, gets a cluster of its
-own: one per lab, shared by every test of that lab (its protocol in test_labs.py, its bypasses
-in test_<lab>.py), which are one xdist group (:func:`lab_group`) and so run one after another
-on one worker. :class:`GroupClusters` starts the cluster for the group's first test and purges
-it after the group's last, counted at collection: one cluster start per lab, none idling.
-
 On a cluster someone else runs (``OPERATORLAB_CLUSTER=existing``) no cluster of our own can
 be started: the Tenant labs then run on the session's cluster, in the xdist group of every
 other Tenant operator, and the labs that need the local cluster are only asked to say so.
@@ -15,105 +9,53 @@ other Tenant operator, and the labs that need the local cluster are only asked t
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from operatorlab import paths
 from operatorlab.cluster import Cluster, LocalCluster, current, manifests
-from operatorlab.labs import Lab, registry
+from operatorlab.labs import Lab
 
+# The cluster of the labs that run the Tenant operator.
+TENANT_LABS = "labs-tenant"
 ON_EXISTING_CLUSTER = os.environ.get("OPERATORLAB_CLUSTER") == "existing"
-LABS = registry.discover()
+# The xdist group of their tests: their own cluster's, or on an existing cluster the
+# group of the session's Tenant operators (two at once would fight over every Tenant).
+TENANT_LABS_GROUP = "tenant-operator" if ON_EXISTING_CLUSTER else TENANT_LABS
 
 
-def needs_own_cluster(lab_cls: type[Lab]) -> bool:
-    """A lab that stops control-plane components, or runs a Tenant operator (two on one cluster
-    would both reconcile every Tenant, as Tenants are cluster-scoped)."""
-    return "local" in lab_cls.requires or lab_cls.xdist_group == "tenant-operator"
+def _placement(lab_cls: type[Lab]) -> tuple[str | None, str | None]:
+    """``(fixture of the lab's own cluster, or None or "tenant-operator" for the session's; its xdist group)``."""
+    if "local" in lab_cls.requires:
+        return "private_cluster", f"lab-private-{lab_cls.id}"
+    if lab_cls.xdist_group == "tenant-operator":
+        # A cluster of the test's own: no Tenant operator meets another, and the Tenant labs run
+        # side by side on several workers instead of one after another on one.
+        return ("tenant-operator", TENANT_LABS_GROUP) if ON_EXISTING_CLUSTER else ("own_lab_cluster", None)
+    return None, lab_cls.xdist_group
 
 
-def lab_group(lab_id: str) -> str:
-    """The xdist group of every test of a lab with a cluster of its own, and that cluster's name;
-    on an existing cluster, the group of the session's Tenant operators."""
-    return "tenant-operator" if ON_EXISTING_CLUSTER else f"labs-{lab_id}"
-
-
-# The groups whose tests share a cluster of the group's own (see GroupClusters).
-CLUSTER_GROUPS = frozenset(lab_group(i) for i, c in LABS.items() if needs_own_cluster(c)) - {"tenant-operator"}
+def cluster_for(lab_cls: type[Lab], request: pytest.FixtureRequest) -> Cluster:
+    """The cluster a lab's test runs it on."""
+    fixture, _ = _placement(lab_cls)
+    return current() if fixture in (None, "tenant-operator") else request.getfixturevalue(fixture)
 
 
 def xdist_group_of(lab_cls: type[Lab]) -> str | None:
-    """The xdist group a lab's tests join: its own cluster's, or its operator's on the shared one."""
-    return lab_group(lab_cls.id) if needs_own_cluster(lab_cls) else lab_cls.xdist_group
+    """The xdist group a lab's test joins: its own cluster's, or its operator's on the shared one."""
+    return _placement(lab_cls)[1]
 
 
-def group_of(item: pytest.Item) -> str | None:
-    """The xdist group a test was marked with (the closest mark, as pytest-xdist reads it)."""
-    mark = item.get_closest_marker("xdist_group")
-    if mark is None:
-        return None
-    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-
-
-class GroupClusters:
-    """The clusters of this worker's test groups: one per group in :data:`CLUSTER_GROUPS`, started
-    when the group's first test asks for it (the ``group_cluster`` fixture) and purged after its last.
-
-    pytest-xdist's ``loadgroup`` sends all of a group's tests to one worker, and every worker
-    collects the whole session, so the tests collected in a group are the tests this worker will
-    run in it: those that ask for the fixture are counted. One counted but skipped before its
-    fixtures leaves its group's cluster up until :meth:`release_all` at the session's end.
-    """
-
-    def __init__(self) -> None:
-        self.users: Counter[str] = Counter()
-        self.running: dict[str, LocalCluster] = {}
-
-    def count(self, items: Iterable[pytest.Item]) -> None:
-        self.users = Counter(g for item in items if "group_cluster" in getattr(item, "fixturenames", ())
-                             and (g := group_of(item)) in CLUSTER_GROUPS)
-
-    def lend(self, group: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-        """For a test's fixture to yield: the group's cluster, started if it is not running yet."""
-        try:
-            if group not in self.running:
-                self.running[group] = next(_started(group, tmp_path_factory))
-            yield self.running[group]
-        finally:
-            self.users[group] -= 1
-            if self.users[group] <= 0:
-                self.release(group)
-
-    def release(self, group: str) -> None:
-        if (cluster := self.running.pop(group, None)) is not None:
-            cluster.down(purge=True, log=lambda _: None)
-
-    def release_all(self) -> None:
-        for group in list(self.running):
-            self.release(group)
-
-
-def _started(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """A local cluster started with the CRDs applied (purged again if that fails), not stopped."""
+def own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A local cluster of its own, CRDs applied, for a session fixture to yield; purged afterwards."""
     cluster = LocalCluster(name, root=tmp_path_factory.mktemp("clusters"))
     try:
         cluster.up(log=lambda _: None)
         from kubernetes import config
 
         manifests.apply_crds(config.new_client_from_config(config_file=str(cluster.kubeconfig)), paths.crds_dir())
-    except BaseException:
-        cluster.down(purge=True, log=lambda _: None)
-        raise
-    yield cluster
-
-
-def own_cluster(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """A local cluster of its own, CRDs applied, for a session fixture to yield; purged afterwards."""
-    cluster = next(_started(name, tmp_path_factory))
-    try:
         yield cluster
     finally:
         cluster.down(purge=True, log=lambda _: None)

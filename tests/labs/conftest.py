@@ -1,10 +1,10 @@
 """Shared by the lab tests: the clusters labs run on; nothing a lab recorded outlives its reset.
 
 A Tenant operator reconciles every Tenant of its cluster (they are cluster-scoped), so two
-at once on one cluster would fight; a lab that stops a control-plane component must not stop
-the session's. Each such lab therefore has a cluster of its own (``labs-<lab>``, about 5 s to
-start), shared by all of that lab's tests, which run one after another on one worker; the
-labs run side by side (see tests/labs/clusters.py).
+at once on one cluster would fight. Each test of a lab that runs one therefore gets a
+cluster of its own (``labs-tenant-<lab>``, about 5 s to start): such tests run side by
+side on any worker instead of one after another. Labs that stop control-plane components
+get another, ``labs-private``, never the shared one.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from operatorlab.cluster import Cluster, current
+from operatorlab.cluster import LocalCluster
 from operatorlab.labs import Lab
 from operatorlab.labs.state import LabState
-from tests.labs.clusters import CLUSTER_GROUPS, ON_EXISTING_CLUSTER, GroupClusters, group_of
+from tests.labs.clusters import TENANT_LABS, own_cluster
 
 
 def _assert_nothing_left(lab: Lab, recorded: LabState) -> None:
@@ -42,26 +42,17 @@ def nothing_left() -> Callable[[Lab, LabState], None]:
     return _assert_nothing_left
 
 
-GROUP_CLUSTERS = GroupClusters()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    GROUP_CLUSTERS.count(session.items)
-
-
-@pytest.fixture(scope="session")
-def group_clusters() -> Iterator[GroupClusters]:
-    yield GROUP_CLUSTERS
-    GROUP_CLUSTERS.release_all()
-
-
 @pytest.fixture
-def group_cluster(request: pytest.FixtureRequest, group_clusters: GroupClusters,
-                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The cluster a lab's test runs on: its group's own (one per lab that needs its own; see
-    clusters.py), else the session's, as on a cluster someone else runs."""
-    group = group_of(request.node)
-    if ON_EXISTING_CLUSTER or group not in CLUSTER_GROUPS:
-        yield current()
-        return
-    yield from group_clusters.lend(group, tmp_path_factory)
+def own_lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster of one lab test's own, for a lab that runs the Tenant operator: started (about
+    5 s) and purged around the test, so such tests need no xdist group and run side by side."""
+    yield from own_cluster(f"{TENANT_LABS}-{request.node.callspec.params['lab_id']}", tmp_path_factory)
+
+
+# Module-scoped, as every cluster of a test group: a group's tests run in a row on one xdist
+# worker, so its cluster is stopped once they are done instead of idling to the session's end.
+
+@pytest.fixture(scope="module")
+def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster for labs that stop control-plane components."""
+    yield from own_cluster("labs-private", tmp_path_factory)

@@ -15,11 +15,10 @@ import pytest
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = registry.get("api-pressure")
-# The lab's own cluster and xdist group, shared with its test in test_labs.py (see tests/labs/clusters.py).
-pytestmark = pytest.mark.xdist_group(lab_group(LAB.id))
+# A cluster of the module's own, in an xdist group of its own (see tests/labs/bypasses.py).
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB.id))
 
 POLITE = "the operator waits Retry-After before retrying a refused create"
 
@@ -46,9 +45,14 @@ def _get_or_create(read: Callable[[], Any], create: Callable[[], Any]) -> tuple[
 '''
 
 
+@pytest.fixture(scope="module")
+def lab_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB.id, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator:
-    yield from bypasses.started(LAB.id, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, lab_cluster, nothing_left) -> Iterator:
+    yield from bypasses.started(LAB.id, lab_cluster, tmp_path, nothing_left)
 
 
 def failing(lab) -> list:

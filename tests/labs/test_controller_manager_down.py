@@ -14,7 +14,7 @@ from kubernetes import client
 
 from operatorlab.faults.components import start_component, stop_component
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import ON_EXISTING_CLUSTER, xdist_group_of
+from tests.labs.clusters import ON_EXISTING_CLUSTER, cluster_for, xdist_group_of
 
 LAB = registry.get("controller-manager-down")
 pytestmark = [pytest.mark.xdist_group(xdist_group_of(LAB)),
@@ -25,8 +25,8 @@ APP, DOOMED = "lab-kcm-app", "lab-kcm-doomed"
 
 
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator:
-    ctx = runner.context(group_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+def lab(tmp_path, request, nothing_left) -> Iterator:
+    ctx = runner.context(cluster_for(LAB, request), state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(LAB, ctx)
     try:
         runner.start(lab)

@@ -13,18 +13,22 @@ import pytest
 from operatorlab import tenants
 from operatorlab.labs import Lab
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "delete-404"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 TENANT = "lab-d4-plum"
 GONE = "a Tenant whose namespace is gone already can be deleted"
 
 
+@pytest.fixture(scope="module")
+def delete_404_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, delete_404_cluster, nothing_left) -> Iterator[Lab]:
+    yield from bypasses.started(LAB, delete_404_cluster, tmp_path, nothing_left)
 
 
 def test_stripping_the_finalizer_by_hand_is_not_a_fix(lab):

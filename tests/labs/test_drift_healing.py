@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import xdist_group_of
+from tests.labs.clusters import cluster_for, xdist_group_of
 
 LAB = registry.get("drift-healing")
 pytestmark = pytest.mark.xdist_group(xdist_group_of(LAB))
@@ -22,8 +22,8 @@ HEALS = "a baseline policy deleted by someone comes back within 30 s"
 
 
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator:
-    ctx = runner.context(group_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+def lab(tmp_path, request, nothing_left) -> Iterator:
+    ctx = runner.context(cluster_for(LAB, request), state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(LAB, ctx)
     try:
         runner.start(lab)

@@ -14,10 +14,9 @@ from kubernetes import client
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import Lab
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "error-routing"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 OUTAGE = "a Tenant created during a one-request API outage (503) converges once it clears"
 REFUSED = "a Tenant the API refuses (422) is reported once, not retried"
@@ -30,9 +29,14 @@ def _route_api_error(e: ApiException) -> kopf.PermanentError | kopf.TemporaryErr
 '''
 
 
+@pytest.fixture(scope="module")
+def error_routing_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, error_routing_cluster, nothing_left) -> Iterator[Lab]:
+    yield from bypasses.started(LAB, error_routing_cluster, tmp_path, nothing_left)
 
 
 def test_an_operator_out_of_reach_of_the_outage_is_not_graded_as_fixed(lab):

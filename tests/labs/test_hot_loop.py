@@ -13,19 +13,23 @@ import pytest
 from operatorlab.faults.variants import DropDecorator, PrependToFunction, apply
 from operatorlab.labs import Lab
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "hot-loop"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 RUNS = "the lab's operator is running"
 QUIET = "a converged Tenant is left alone (at most 1 write in 6 s)"
 LIFE = "a new Tenant still converges (created, changed, deleted)"
 
 
+@pytest.fixture(scope="module")
+def hot_loop_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, hot_loop_cluster, nothing_left) -> Iterator[Lab]:
+    yield from bypasses.started(LAB, hot_loop_cluster, tmp_path, nothing_left)
 
 
 def test_stopping_the_operator_is_not_a_fix(lab):

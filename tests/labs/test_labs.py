@@ -2,9 +2,9 @@
 reset leaves nothing behind.
 
 This proves each check can fail and each reference fix really fixes. Labs that run the
-Tenant operator or stop control-plane components run on a cluster of the lab's own (shared
-with the lab's bypass tests), never on the session's shared one; the NamespaceBaseline lab
-shares that operator's xdist group (see conftest.py and clusters.py).
+Tenant operator run on a cluster of their own, the NamespaceBaseline lab shares that
+operator's xdist group, and labs that stop control-plane components run on a private
+cluster, never on the session's shared one (see conftest.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import urllib3
 
 from operatorlab.cluster import current
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import ON_EXISTING_CLUSTER, xdist_group_of
+from tests.labs.clusters import ON_EXISTING_CLUSTER, cluster_for, xdist_group_of
 
 LABS = registry.discover()
 # A lab that needs the local cluster's processes cannot run on an existing cluster: it must say so.
@@ -34,9 +34,9 @@ def _param(lab_id: str, cls) -> pytest.param:
 
 
 @pytest.mark.parametrize("lab_id", [_param(i, c) for i, c in RUNNABLE.items()])
-def test_lab_fails_after_inject_and_passes_after_solve(lab_id, group_cluster, tmp_path, nothing_left):
+def test_lab_fails_after_inject_and_passes_after_solve(lab_id, request, tmp_path, nothing_left):
     cls = LABS[lab_id]
-    cluster = group_cluster
+    cluster = cluster_for(cls, request)
     ctx = runner.context(cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(cls, ctx)
     started = time.monotonic()

@@ -16,11 +16,10 @@ from operatorlab.cluster import manifests
 from operatorlab.labs import registry, runner
 from operatorlab.labs.least_privilege import beyond
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = registry.get("missing-rbac")
-# The lab's own cluster and xdist group, shared with its test in test_labs.py (see tests/labs/clusters.py).
-pytestmark = pytest.mark.xdist_group(lab_group(LAB.id))
+# A cluster of the module's own, in an xdist group of its own (see tests/labs/bypasses.py).
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB.id))
 
 LEAST = "ServiceAccount operatorlab-system/lab-missing-rbac may do no more than the operator needs"
 CONVERGES = "a new Tenant converges (created, changed, deleted)"
@@ -42,9 +41,14 @@ def test_beyond_names_what_the_reference_does_not_grant():
         == ["delete resourcequotas (core group)", "delete secrets (core group)", "get secrets (core group)"]
 
 
+@pytest.fixture(scope="module")
+def lab_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB.id, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator:
-    yield from bypasses.started(LAB.id, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, lab_cluster, nothing_left) -> Iterator:
+    yield from bypasses.started(LAB.id, lab_cluster, tmp_path, nothing_left)
 
 
 def first_failing(lab) -> str | None:

@@ -14,19 +14,19 @@ from datetime import UTC, datetime
 import pytest
 
 from operatorlab.labs import Lab
-from tests.labs.clusters import ON_EXISTING_CLUSTER, lab_group
+from tests.labs.clusters import ON_EXISTING_CLUSTER
 from tests.labs.drilling import drill_module, failing, started
 
-DRILL = "node-not-ready"
-pytestmark = [pytest.mark.xdist_group(lab_group(DRILL)),
+pytestmark = [pytest.mark.xdist_group("drill-node-not-ready"),
               pytest.mark.skipif(ON_EXISTING_CLUSTER, reason="stops kwok: needs the local cluster")]
 
+DRILL = "node-not-ready"
 D = drill_module(DRILL)
 
 
 @pytest.fixture
-def lab(group_cluster, tmp_path, nothing_left) -> Iterator[Lab]:
-    yield from started(DRILL, group_cluster, tmp_path, nothing_left)
+def lab(private_cluster, tmp_path, nothing_left) -> Iterator[Lab]:
+    yield from started(DRILL, private_cluster, tmp_path, nothing_left)
 
 
 def test_a_ready_condition_written_by_hand_is_not_a_repair(lab):

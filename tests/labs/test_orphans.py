@@ -13,18 +13,22 @@ import pytest
 from operatorlab import tenants
 from operatorlab.labs import Lab
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "orphans"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 RUNS = "the lab's operator is running"
 COLLECTED = "a Tenant deleted while its operator is down takes its namespace with it (garbage collection)"
 
 
+@pytest.fixture(scope="module")
+def orphans_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, orphans_cluster, nothing_left) -> Iterator[Lab]:
+    yield from bypasses.started(LAB, orphans_cluster, tmp_path, nothing_left)
 
 
 def test_deleting_the_leftover_by_hand_is_not_a_fix(lab):

@@ -12,19 +12,28 @@ from collections.abc import Iterator
 import pytest
 
 from operatorlab import tenants
+from operatorlab.cluster import Cluster, current
 from operatorlab.labs import Lab
-from tests.labs.clusters import lab_group
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
 from tests.labs.drilling import drill_module, failing, started
 
 DRILL = "quota-refuses-pods"
 D = drill_module(DRILL)
-# The lab's own cluster and xdist group, shared with its test in test_labs.py (see tests/labs/clusters.py).
-pytestmark = pytest.mark.xdist_group(lab_group("quota-refuses-pods"))
+# A cluster of its own (a Tenant operator must not meet another on one cluster), as take-over's.
+pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER else "labs-drill-quota")
+
+
+@pytest.fixture(scope="module")
+def quota_cluster(tmp_path_factory) -> Iterator[Cluster]:
+    if ON_EXISTING_CLUSTER:
+        yield current()
+        return
+    yield from own_cluster("labs-drill-quota", tmp_path_factory)
 
 
 @pytest.fixture
-def lab(group_cluster, tmp_path, nothing_left) -> Iterator[Lab]:
-    yield from started(DRILL, group_cluster, tmp_path, nothing_left)
+def lab(quota_cluster, tmp_path, nothing_left) -> Iterator[Lab]:
+    yield from started(DRILL, quota_cluster, tmp_path, nothing_left)
 
 
 def test_deleting_the_quota_is_not_a_repair(lab):

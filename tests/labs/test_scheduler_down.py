@@ -15,19 +15,19 @@ from kubernetes import client
 from operatorlab.labs import Lab
 from operatorlab.labs import workloads as w
 from operatorlab.wait import eventually
-from tests.labs.clusters import ON_EXISTING_CLUSTER, lab_group
+from tests.labs.clusters import ON_EXISTING_CLUSTER
 from tests.labs.drilling import drill_module, failing, started
 
-DRILL = "scheduler-down"
-pytestmark = [pytest.mark.xdist_group(lab_group(DRILL)),
+pytestmark = [pytest.mark.xdist_group("drill-scheduler-down"),
               pytest.mark.skipif(ON_EXISTING_CLUSTER, reason="stops kube-scheduler: needs the local cluster")]
 
+DRILL = "scheduler-down"
 D = drill_module(DRILL)
 
 
 @pytest.fixture
-def lab(group_cluster, tmp_path, nothing_left) -> Iterator[Lab]:
-    yield from started(DRILL, group_cluster, tmp_path, nothing_left)
+def lab(private_cluster, tmp_path, nothing_left) -> Iterator[Lab]:
+    yield from started(DRILL, private_cluster, tmp_path, nothing_left)
 
 
 def _node(lab: Lab) -> str:

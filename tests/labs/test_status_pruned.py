@@ -22,10 +22,9 @@ from operatorlab.labs.checks import TENANTS
 from operatorlab.operators import operator_path
 from operatorlab.wait import eventually
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "status-pruned"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 lab_module = sys.modules[registry.get(LAB).__module__]  # its CRD helpers, as the registry loaded them
 
 OLD, NEW = "lab-sp-old", "lab-sp-new"
@@ -41,9 +40,14 @@ def ready_condition(generation: int) -> dict:
             "observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"}
 
 
+@pytest.fixture(scope="module")
+def status_pruned_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    started = bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, status_pruned_cluster, nothing_left) -> Iterator[Lab]:
+    started = bypasses.started(LAB, status_pruned_cluster, tmp_path, nothing_left)
     lab = next(started)
     yield lab
     next(started, None)  # reset

@@ -17,19 +17,23 @@ from operatorlab.labs import Lab, runner
 from operatorlab.labs.tenantlab import SYSTEM_NAMESPACE, operator_role
 from operatorlab.operators import operator_path
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "status-rbac"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 ROLE, NEW = "lab-status-rbac", "lab-sr-new"
 LEAST = f"ServiceAccount {SYSTEM_NAMESPACE}/{ROLE} may do no more than the operator needs"
 FOLLOWS = "a new Tenant's status follows its spec (Ready condition, observedGeneration), one handler run per change"
 
 
+@pytest.fixture(scope="module")
+def status_rbac_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, status_rbac_cluster, nothing_left) -> Iterator[Lab]:
+    yield from bypasses.started(LAB, status_rbac_cluster, tmp_path, nothing_left)
 
 
 def test_binding_cluster_admin_is_not_a_fix(lab):

@@ -11,13 +11,22 @@ from collections.abc import Iterator
 
 import pytest
 
+from operatorlab.cluster import Cluster, current
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
-from tests.labs.clusters import lab_group
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_cluster
 
-# The lab's own cluster and xdist group, shared with its test in test_labs.py (see tests/labs/clusters.py).
-pytestmark = pytest.mark.xdist_group(lab_group("take-over"))
+# A cluster of its own beside the other Tenant labs' (see conftest.py): these bypasses take
+# minutes, and a Tenant operator must not meet another on one cluster.
+pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER else "labs-take-over")
 
+
+@pytest.fixture(scope="module")
+def take_over_cluster(tmp_path_factory) -> Iterator[Cluster]:
+    if ON_EXISTING_CLUSTER:
+        yield current()
+        return
+    yield from own_cluster("labs-take-over", tmp_path_factory)
 
 FOREIGN = "a namespace the operator did not create survives a Tenant of its name (create, update, delete)"
 FREE = "a Tenant of a free name still converges (create, update, delete)"
@@ -60,12 +69,12 @@ def reconcile_tenant(name, spec, *, uid, core=None, report=None):
 
 
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator:
+def lab(tmp_path, take_over_cluster, nothing_left) -> Iterator:
     cls = registry.get("take-over")
     # Its own work folder (the learner's copy of the operator goes there), not the checkout's
     # labs/take-over/: test_labs.py runs the same lab at the same time on another worker.
     (tmp_path / "labs" / cls.id).mkdir(parents=True)
-    ctx = runner.context(group_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+    ctx = runner.context(take_over_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
     lab = runner.create(cls, ctx)
     try:
         runner.start(lab)

@@ -18,15 +18,17 @@ from datetime import UTC, datetime
 import pytest
 
 from operatorlab import tenants
+from operatorlab.cluster import Cluster
 from operatorlab.diagnose import kopfstate
 from operatorlab.labs import Lab, checks, probes, registry, runner
 from operatorlab.operators import OperatorProcess, operator_path
 from operatorlab.wait import eventually
-from tests.labs.clusters import lab_group
+from tests.labs.clusters import ON_EXISTING_CLUSTER, own_or_current
 
-# Each test runs on its lab's own cluster, in its lab's xdist group (see tests/labs/clusters.py): a
-# Tenant operator must not meet another lab's (the outside operators these tests start are the
-# bypasses, and are stopped before the lab is reset).
+# A cluster of its own beside the other Tenant labs' (see conftest.py): these bypasses take
+# minutes, and a Tenant operator must not meet another on one cluster (the outside operators
+# these tests start are the bypasses, and are stopped before the lab is reset).
+pytestmark = pytest.mark.xdist_group("tenant-operator" if ON_EXISTING_CLUSTER else "labs-tenant-bypasses")
 
 RUNS = "the lab's operator is running"
 KILL = "a Tenant whose operator is killed mid-reconcile converges once it is back, nothing doubled"
@@ -37,8 +39,13 @@ SF_PROBE = "a new Tenant deleted while the operator runs goes, and its namespace
 SF_CLEANUP = "Tenant lab-sf-amber went through the operator's cleanup"
 
 
+@pytest.fixture(scope="module")
+def bypass_cluster(tmp_path_factory) -> Iterator[Cluster]:
+    yield from own_or_current("labs-tenant-bypasses", tmp_path_factory)
+
+
 @pytest.fixture
-def start(tmp_path, group_cluster, nothing_left) -> Iterator[Callable[[str], Lab]]:
+def start(tmp_path, bypass_cluster, nothing_left) -> Iterator[Callable[[str], Lab]]:
     """``start(lab_id)``: the lab set up and injected in a work folder of the test's own; reset afterwards."""
     started: list[Lab] = []
 
@@ -46,7 +53,7 @@ def start(tmp_path, group_cluster, nothing_left) -> Iterator[Callable[[str], Lab
         cls = registry.get(lab_id)
         # Not the checkout's labs/<id>/: test_labs.py runs the same lab at the same time on another worker.
         (tmp_path / "labs" / cls.id).mkdir(parents=True)
-        ctx = runner.context(group_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
+        ctx = runner.context(bypass_cluster, state_dir=tmp_path / "state", workdir_root=tmp_path / "labs")
         lab = runner.create(cls, ctx)
         started.append(lab)
         runner.start(lab)
@@ -60,13 +67,13 @@ def start(tmp_path, group_cluster, nothing_left) -> Iterator[Callable[[str], Lab
 
 
 @pytest.fixture
-def outside(group_cluster) -> Iterator[Callable[[], OperatorProcess]]:
+def outside(bypass_cluster) -> Iterator[Callable[[], OperatorProcess]]:
     """``outside()``: the real Tenant operator started outside the lab, as `operatorlab operator run tenant` in a
     terminal would; stopped before the lab is reset (ask for this fixture after ``start``)."""
     running: list[OperatorProcess] = []
 
     def run() -> OperatorProcess:
-        running.append(OperatorProcess(operator_path("tenant"), kubeconfig=group_cluster.kubeconfig).start())
+        running.append(OperatorProcess(operator_path("tenant"), kubeconfig=bypass_cluster.kubeconfig).start())
         return running[-1]
 
     yield run
@@ -104,14 +111,12 @@ def reconciled(lab: Lab, name: str) -> None:
 # -- kill-mid-reconcile ------------------------------------------------------------------
 
 
-@pytest.mark.xdist_group(lab_group("kill-mid-reconcile"))
 def test_kill_mid_reconcile_quota_made_by_hand_is_not_a_fix(start):
     lab = start("kill-mid-reconcile")
     make_by_hand(lab, "lab-kmr-beta", "2")
     assert first_failure(lab) == RUNS
 
 
-@pytest.mark.xdist_group(lab_group("kill-mid-reconcile"))
 def test_kill_mid_reconcile_a_second_operator_beside_the_lab_s_is_not_a_fix(start, outside):
     lab = start("kill-mid-reconcile")
     outside()
@@ -123,14 +128,12 @@ def test_kill_mid_reconcile_a_second_operator_beside_the_lab_s_is_not_a_fix(star
 # -- drop-on-resume ----------------------------------------------------------------------
 
 
-@pytest.mark.xdist_group(lab_group("drop-on-resume"))
 def test_drop_on_resume_namespace_made_by_hand_is_not_a_fix(start):
     lab = start("drop-on-resume")
     make_by_hand(lab, "lab-dor-blue", "1")
     assert first_failure(lab) == GAP
 
 
-@pytest.mark.xdist_group(lab_group("drop-on-resume"))
 def test_drop_on_resume_removing_kopf_s_last_handled_state_is_not_a_fix(start):
     lab = start("drop-on-resume")
     # Without it the Tenant looks new to kopf: on.create runs, and re-creates the namespace.
@@ -143,14 +146,12 @@ def test_drop_on_resume_removing_kopf_s_last_handled_state_is_not_a_fix(start):
 # -- crd-group-mismatch ------------------------------------------------------------------
 
 
-@pytest.mark.xdist_group(lab_group("crd-group-mismatch"))
 def test_crd_group_mismatch_namespace_made_by_hand_is_not_a_fix(start):
     lab = start("crd-group-mismatch")
     make_by_hand(lab, "lab-cgm-new", "1")
     assert first_failure(lab) == CGM_PROBE
 
 
-@pytest.mark.xdist_group(lab_group("crd-group-mismatch"))
 def test_crd_group_mismatch_an_operator_started_elsewhere_is_not_a_fix(start, outside):
     lab = start("crd-group-mismatch")
     outside()
@@ -164,14 +165,12 @@ def test_crd_group_mismatch_an_operator_started_elsewhere_is_not_a_fix(start, ou
 # -- non-idempotent-create ---------------------------------------------------------------
 
 
-@pytest.mark.xdist_group(lab_group("non-idempotent-create"))
 def test_non_idempotent_create_quota_set_by_hand_is_not_a_fix(start):
     lab = start("non-idempotent-create")
     make_by_hand(lab, "lab-nic-green", "2")
     assert first_failure(lab) == NIC_PROBE
 
 
-@pytest.mark.xdist_group(lab_group("non-idempotent-create"))
 def test_non_idempotent_create_recreating_the_tenant_is_not_a_fix(start):
     lab = start("non-idempotent-create")
     assert probes.delete_tenant(lab, "lab-nic-green")
@@ -185,7 +184,6 @@ def test_non_idempotent_create_recreating_the_tenant_is_not_a_fix(start):
 # -- stuck-finalizer ---------------------------------------------------------------------
 
 
-@pytest.mark.xdist_group(lab_group("stuck-finalizer"))
 def test_stuck_finalizer_stripping_the_finalizer_is_not_a_fix(start):
     lab = start("stuck-finalizer")
     lab.custom.patch_cluster_custom_object(*checks.TENANTS, "lab-sf-amber", {"metadata": {"finalizers": None}})
@@ -194,7 +192,6 @@ def test_stuck_finalizer_stripping_the_finalizer_is_not_a_fix(start):
     assert first_failure(lab) == SF_CLEANUP
 
 
-@pytest.mark.xdist_group(lab_group("stuck-finalizer"))
 def test_stuck_finalizer_an_operator_started_elsewhere_is_not_a_fix(start, outside):
     lab = start("stuck-finalizer")
     outside()
@@ -205,7 +202,6 @@ def test_stuck_finalizer_an_operator_started_elsewhere_is_not_a_fix(start, outsi
 # -- lab check's note on kopf's backoff ----------------------------------------------------
 
 
-@pytest.mark.xdist_group(lab_group("drop-on-resume"))
 def test_a_retry_kopf_put_off_is_named_with_its_time_and_how_to_retry_now(start):
     """A Tenant whose namespace someone else made: the operator says NameTaken and kopf retries in 30 s.
 

@@ -13,19 +13,23 @@ import pytest
 
 from operatorlab.labs import Lab
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = "two-replicas"
-pytestmark = pytest.mark.xdist_group(lab_group(LAB))
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 RUNNING = "both replicas of the lab's operator are running"
 ONE = "a new Tenant is handled by exactly one replica, and the other leaves it alone"
 PEERING = "tenant-operator"
 
 
+@pytest.fixture(scope="module")
+def two_replicas_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator[Lab]:
-    yield from bypasses.started(LAB, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, two_replicas_cluster, nothing_left) -> Iterator[Lab]:
+    yield from bypasses.started(LAB, two_replicas_cluster, tmp_path, nothing_left)
 
 
 def _launch(lab: Lab, role: str, how: str) -> None:

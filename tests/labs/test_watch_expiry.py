@@ -15,11 +15,10 @@ import pytest
 from operatorlab.faults.variants import ReplaceFunction, apply
 from operatorlab.labs import registry, runner
 from tests.labs import bypasses
-from tests.labs.clusters import lab_group
 
 LAB = registry.get("watch-expiry")
-# The lab's own cluster and xdist group, shared with its test in test_labs.py (see tests/labs/clusters.py).
-pytestmark = pytest.mark.xdist_group(lab_group(LAB.id))
+# A cluster of the module's own, in an xdist group of its own (see tests/labs/bypasses.py).
+pytestmark = pytest.mark.xdist_group(bypasses.group(LAB.id))
 
 RELISTS = "a Tenant created while every watch expires is reconciled (the controller relists)"
 CALM = "the controller backs off between expired watches (no hot loop)"
@@ -30,9 +29,14 @@ def _lab_module():
     return sys.modules[LAB.__module__]
 
 
+@pytest.fixture(scope="module")
+def lab_cluster(tmp_path_factory):
+    yield from bypasses.cluster(LAB.id, tmp_path_factory)
+
+
 @pytest.fixture
-def lab(tmp_path, group_cluster, nothing_left) -> Iterator:
-    yield from bypasses.started(LAB.id, group_cluster, tmp_path, nothing_left)
+def lab(tmp_path, lab_cluster, nothing_left) -> Iterator:
+    yield from bypasses.started(LAB.id, lab_cluster, tmp_path, nothing_left)
 
 
 def first_failing(lab) -> str | None:
