@@ -68,7 +68,7 @@ class CelRule(Exercise):
             answers = {value: crds.create(self.api, crd, "probe", {"cpuQuota": value}, dry_run=True) for value in bad}
             accepted = [v for v, why in answers.items() if why is None]
             silent = [v for v, why in answers.items() if why is not None and not any(m in why for m in messages)]
-            yield Check(f"what is no quantity, or below zero, is refused ({', '.join(map(repr, bad))})",
+            yield Check(f"non-quantities and negative values are refused ({', '.join(map(repr, bad))})",
                         not accepted, f"accepted: {', '.join(map(repr, accepted))}" if accepted else "")
             yield Check("each refusal says your message", len(accepted) < len(bad) and not silent,
                         "; ".join(f"{v!r}: {answers[v]}" for v in silent) if silent

@@ -45,6 +45,10 @@ def terminal_rc(env: Mapping[str, str], path_first: list[Path]) -> str:
     )
 
 
+# The JupyterLab plugin that asks for consent to fetch Jupyter news, and checks for updates.
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
+
+
 def prepare(cluster_name: str, env: Mapping[str, str], *, venv_bin: Path, root: Path | None = None) -> Path:
     """Write the terminal rc file and a Jupyter config dir that uses it; return the config dir.
 
@@ -66,4 +70,9 @@ def prepare(cluster_name: str, env: Mapping[str, str], *, venv_bin: Path, root: 
         settings["shell_command"] = [bash, "--rcfile", str(rc), "-i"]
     config = {"ServerApp": {"terminado_settings": settings}}
     (root / "jupyter_server_config.json").write_text(json.dumps(config, indent=1) + "\n")
+    # No "get notified about Jupyter news?" prompt over the lesson: JupyterLab's announcements
+    # plugin disabled, as its docs say (user/announcements), in a page config of this dir.
+    (root / "labconfig").mkdir(exist_ok=True)
+    page = {"disabledExtensions": {ANNOUNCEMENTS: True}}
+    (root / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1) + "\n")
     return root

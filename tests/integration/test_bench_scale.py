@@ -12,7 +12,8 @@ import pytest
 
 from bench import scale
 
-pytestmark = [pytest.mark.local_cluster, pytest.mark.xdist_group("bench-scale")]
+pytestmark = [pytest.mark.local_cluster, pytest.mark.xdist_group("bench-scale"),
+              pytest.mark.long]  # four implementations converge Tenants: over a minute on a busy machine
 
 TENANTS = 5
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from tornado.websocket import websocket_connect
 
-from operatorlab import kubectl
+from operatorlab import jupyterlab, kubectl
 from operatorlab.cluster import current, process
 
 TOKEN = uuid.uuid4().hex
@@ -98,6 +98,12 @@ def test_a_terminal_gets_the_cluster_kubectl_and_kubeconfig(tmp_path: Path, clus
     with _serve(argv, env, port, tmp_path / "server.log") as url:
         printed = _run_in_terminal(
             url, "command -v kubectl; echo KUBECONFIG=$KUBECONFIG; kubectl get namespace default -o name")
+        with urllib.request.urlopen(f"{url}/lab?token={TOKEN}", timeout=30) as page:  # noqa: S310 -- our own server
+            html = page.read().decode()
+    # The page the browser loads: JupyterLab's news prompt is off, so nothing covers the lesson.
+    page_config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                                       html, re.DOTALL).group(1))
+    assert jupyterlab.ANNOUNCEMENTS in page_config["disabledExtensions"], page_config["disabledExtensions"]
     expected_kubectl = kubectl.executable()
     assert expected_kubectl in printed, printed
     assert f"KUBECONFIG={cluster.kubeconfig}" in printed, printed
