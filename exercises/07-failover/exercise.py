@@ -32,6 +32,8 @@ LIFETIME = (10, 20)  # seconds: the lifetimes that fail over fast enough without
 HANDLED = "Handler 'reconcile' succeeded"
 # kopf 1.45 logs this each time a replica sees a peer of its own priority (and stays paused).
 PAUSED = "Possibly conflicting operators with the same priority"
+# ... and this once, when a replica first sees a live peer of a higher priority and pauses.
+YIELDED = "Pausing operations in favour of"
 
 
 class Failover(Exercise):
@@ -81,8 +83,12 @@ class Failover(Exercise):
                             "(not run)", False, "not run: with that lifetime the take-over cannot be "
                                                 "timed against a sane budget; fix the lifetime first")
                 return
-            _website(custom, namespace, "first")
             paused = lambda: all(PAUSED in r.log() for r in replicas.values())  # noqa: E731 - equal priorities
+            # A replica pauses only once its own watch of the peering object shows the higher peer:
+            # until then (a moment after start, longer on a busy machine) both replicas work, in a real
+            # Deployment too. Wait for that moment, as a rollout's readiness would, before grading.
+            converges(lambda: any(YIELDED in r.log() for r in replicas.values()), budget=15.0, give_up=paused)
+            _website(custom, namespace, "first")
             one = converges(lambda: [p for p, r in replicas.items() if _handled(r, "first")], budget=10.0,
                             give_up=paused).last or []
             time.sleep(1.0)  # time for a second replica to handle it too, if it is going to
