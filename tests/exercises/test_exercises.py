@@ -25,6 +25,11 @@ EXERCISES = {i: cls for i, cls in discover().items() if i != CAPSTONE}
 # The rules of the lesson 09 solutions, as their source spells them: a mistake replaces one.
 QUANTITY_RULE = "\"type(self) == int ? self >= 0 : isQuantity(self) && !quantity(self).isLessThan(quantity('0'))\""
 REGION_RULE = '"!has(oldSelf.region) || has(self.region) && self.region == oldSelf.region"'
+# Lesson 10's: the policy's expression, its match, and the webhook's comparison.
+TEAM_RULE = "\"has(object.metadata.labels) && 'hedronite.io/team' in object.metadata.labels\""
+TENANTS_ONLY = ('"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], '
+                '"resources": [resource]')
+OVER_CAP = "if parse_quantity(str(asked)) > MAX_CPU:"
 
 # exercise id -> {mistake: (text in the solution, replacement)}
 MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
@@ -160,6 +165,24 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "a region can never be added later": (REGION_RULE, '"self.region == oldSelf.region"'),
         "removal let through": (
             REGION_RULE, '"!has(oldSelf.region) || !has(self.region) || self.region == oldSelf.region"'),
+    },
+    "10-admission-policy": {
+        "accepts everything (true)": (TEAM_RULE, '"true"'),
+        "refuses everything (false)": (TEAM_RULE, '"false"'),
+        "Warn instead of Deny": ('VALIDATION_ACTIONS = ["Deny"]', 'VALIDATION_ACTIONS = ["Warn"]'),
+        "Audit instead of Deny": ('VALIDATION_ACTIONS = ["Deny"]', 'VALIDATION_ACTIONS = ["Audit"]'),
+        "matches every resource": (
+            TENANTS_ONLY, TENANTS_ONLY.replace("[group]", '["*"]').replace('["v1"]', '["*"]').replace(
+                "[resource]", '["*"]')),
+        "Tenants of every group": (TENANTS_ONLY, TENANTS_ONLY.replace("[group]", '["*"]')),
+        "creates only (the label removed later)": (TENANTS_ONLY, TENANTS_ONLY.replace(', "UPDATE"', "")),
+    },
+    "10-validating-webhook": {
+        "refuses everything": (OVER_CAP, "if True:"),
+        "the cap itself refused (>=)": (OVER_CAP, OVER_CAP.replace(" > ", " >= ")),
+        "compares strings, not quantities": (OVER_CAP, "if str(asked) > str(MAX_CPU):"),
+        "no message": ('kopf.AdmissionError(f"cpuQuota {asked} is above the cap of {MAX_CPU} CPUs", code=422)',
+                       "kopf.AdmissionError(code=422)"),
     },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),

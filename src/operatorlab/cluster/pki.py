@@ -212,8 +212,8 @@ def _leaves(extra_ips: tuple[str, ...]) -> dict[str, _Leaf]:
     return {"apiserver": apiserver, **clients}
 
 
-def _ca_certificate(key: ec.EllipticCurvePrivateKey) -> x509.Certificate:
-    name = _name(_CA_NAME)
+def _ca_certificate(key: ec.EllipticCurvePrivateKey, common_name: str = _CA_NAME) -> x509.Certificate:
+    name = _name(common_name)
     return (
         _builder(name, name, key.public_key(), validity=10 * _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -271,6 +271,36 @@ def _builder(subject: x509.Name, issuer: x509.Name, public_key, *,
         .not_valid_before(now - datetime.timedelta(minutes=5))  # tolerate small clock skew
         .not_valid_after(now + validity)
     )
+
+
+# -- a server the API server calls: an admission webhook ------------------------------------
+
+
+def serving(directory: Path, stem: str, *, ips: tuple[str, ...] = ("127.0.0.1",),
+            dns: tuple[str, ...] = ("localhost",)) -> Pki:
+    """A CA of its own and one server certificate it signed, for a server the API server calls.
+
+    An admission webhook is such a server: the API server dials it over TLS and verifies its
+    certificate against the ``caBundle`` of the webhook's configuration, so the certificate must
+    name the address in the webhook's URL (``127.0.0.1`` here: an IP SAN). Its own CA, not the
+    cluster's: the webhook's configuration names what it trusts, and a webhook's key signs nothing
+    the API server would take from a client. The same extensions as the cluster's certificates
+    (strict verifiers), usage ``serverAuth``. Files: ``ca.crt ca.key <stem>.crt <stem>.key``, made
+    only if missing (as :func:`create`).
+    """
+    pki = Pki(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    ca_key = _ec_key(pki.key("ca"))
+    if not pki.ca.is_file():
+        _write_cert(pki.ca, _ca_certificate(ca_key, f"operatorlab-{stem}-ca"))
+    ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    if not pki.cert(stem).is_file():
+        leaf = _Leaf(_name(stem), ExtendedKeyUsageOID.SERVER_AUTH,
+                     (*(x509.DNSName(n) for n in dns), *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips)))
+        key = _ec_key(pki.key(stem))
+        _write_cert(pki.cert(stem), _leaf_certificate(leaf, key.public_key(), ca, ca_key))
+    return pki
 
 
 # -- a user's key and request, for the certificates API ---------------------------------
