@@ -69,6 +69,19 @@ def delete(api_client: Any, kind: str, name: str) -> None:
             raise
 
 
+def exists(api_client: Any, kind: str, name: str) -> bool:
+    """Whether the ``admissionregistration.k8s.io/v1`` object ``kind``/``name`` exists."""
+    from kubernetes import client
+
+    try:
+        getattr(_api(api_client), f"read_{_snake(kind)}")(name)
+    except client.ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
+
+
 def served_kinds(api_client: Any) -> list[str]:
     """The kinds ``admissionregistration.k8s.io/v1`` serves on this API server (discovery)."""
     resources = _api(api_client).get_api_resources().resources
