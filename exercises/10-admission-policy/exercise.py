@@ -26,6 +26,7 @@ from operatorlab.grading import Check
 
 TEAM = "hedronite.io/team"
 RUN = "ex10.hedronite.io/grading"
+SENTINEL = "ex10.hedronite.io/sentinel"  # the check's own probe: judged by its own policy only
 
 
 class AdmissionPolicy(Exercise):
@@ -72,8 +73,9 @@ class AdmissionPolicy(Exercise):
         try:
             crds.install(self.api, crd)
             try:
-                for body in (admission.policy(name, spec), admission.binding(
-                        name, name, actions, match_resources={"objectSelector": {"matchLabels": ours}})):
+                for body in (admission.policy(name, spec), admission.binding(name, name, actions, match_resources={
+                        "objectSelector": {"matchLabels": ours,
+                                           "matchExpressions": [{"key": SENTINEL, "operator": "DoesNotExist"}]}})):
                     admission.apply(self.api, body)
                     made.append((body["kind"], name))
             except client.ApiException as e:
@@ -86,11 +88,11 @@ class AdmissionPolicy(Exercise):
                     "validations": [{"expression": "!object.metadata.name.startsWith('sentinel-')",
                                      "message": "sentinel"}]}),
                     admission.binding(sentinel, sentinel, ["Deny"],
-                                      match_resources={"objectSelector": {"matchLabels": ours}})):
+                                      match_resources={"objectSelector": {"matchLabels": {**ours, SENTINEL: "yes"}}})):
                 admission.apply(self.api, body)
                 made.append((body["kind"], sentinel))
             if not admission.in_force(lambda: admission.create(self.api, crd, "sentinel-probe", {"cpuQuota": "1"},
-                                                               labels=ours), "sentinel"):
+                                                               labels={**ours, SENTINEL: "yes"}), "sentinel"):
                 yield Check("the API server enforces the check's own policy", False, "not within 30 s")
                 return
 

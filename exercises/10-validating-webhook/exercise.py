@@ -24,6 +24,7 @@ from operatorlab.grading import Check
 CAP = 8  # cores
 HANDLER = "quota-cap"
 FUNCTION = "validate_quota"
+SENTINEL = "ex10.hedronite.io/sentinel"  # the check's own probe: sent to the check's own handler only
 
 
 class ValidatingWebhook(Exercise):
@@ -59,10 +60,11 @@ class ValidatingWebhook(Exercise):
                 yield Check("kopf serves your handler (@kopf.on.validate, a WebhookServer with TLS)", False, str(e))
                 return
             admission.apply(self.api, admission.webhook_configuration(configuration, [
-                admission.webhook(f"{name}.{configuration}.hedronite.io", webhook.url(name), webhook.ca_bundle, crd)
-                for name in (HANDLER, "sentinel")]))
-            served = admission.in_force(
-                lambda: admission.create(self.api, crd, "sentinel-probe", {"cpuQuota": "1"}), "sentinel")
+                admission.webhook(f"{name}.{configuration}.hedronite.io", webhook.url(name), webhook.ca_bundle, crd,
+                                  object_selector={"matchExpressions": [{"key": SENTINEL, "operator": operator}]})
+                for name, operator in ((HANDLER, "DoesNotExist"), ("sentinel", "Exists"))]))
+            served = admission.in_force(lambda: admission.create(
+                self.api, crd, "sentinel-probe", {"cpuQuota": "1"}, labels={SENTINEL: "yes"}), "sentinel")
             yield Check("kopf serves your handler (@kopf.on.validate, a WebhookServer with TLS)", served,
                         "" if served else f"the API server got no answer in 30 s; kopf's log ends:\n"
                                           f"{webhook.log()[-600:]}")
