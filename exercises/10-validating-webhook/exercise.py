@@ -83,7 +83,8 @@ class ValidatingWebhook(Exercise):
             accepted = [q for q, a in answers.items() if a.accepted]
             yield Check(f"quotas above the cap are refused ({', '.join(map(repr, above))})", not accepted,
                         f"accepted: {', '.join(map(repr, accepted))}" if accepted else "")
-            unnamed = {q: a.message for q, a in answers.items() if not a.accepted and str(q) not in a.message}
+            unnamed = {q: a.message for q, a in answers.items()  # the handler's words: after the webhook's name
+                       if not a.accepted and str(q) not in a.message.split("denied the request:", 1)[-1]}
             yield Check("each refusal names the quota asked for", len(accepted) < len(above) and not unnamed,
                         "; ".join(f"{q!r}: {why}" for q, why in unnamed.items()) if unnamed
                         else "" if len(accepted) < len(above) else "nothing was refused, so no message was seen")
