@@ -212,6 +212,11 @@ def in_force(probe: Callable[[], Answer], words: str, *, budget: float = 30.0) -
 
 # -- a kopf webhook in a process of its own ------------------------------------------------------
 
+#: Why an API server may get no answer from a webhook this machine serves, and what fixes it.
+UNREACHABLE = ("An API server in a container (kind's, minikube's) cannot dial 127.0.0.1 on this machine, where "
+               "the webhook listens: run this on the lab's own cluster (`make lab` without "
+               "OPERATORLAB_CLUSTER=existing).")
+
 
 def runner_path() -> Path:
     """The file ``kopf run`` runs: :mod:`operatorlab.kopf_webhook`."""
