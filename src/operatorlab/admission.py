@@ -256,6 +256,17 @@ class Webhook:
     def url(self, handler_id: str) -> str:
         return f"https://127.0.0.1:{self.port}/{handler_id}"
 
+    def runner(self) -> Path:
+        """The file ``kopf run`` runs (a subclass serves something else: lesson 14's conversion)."""
+        return runner_path()
+
+    def environment(self) -> dict[str, str]:
+        """What the runner serves, in its environment (the port and certificate are added by :meth:`start`)."""
+        group, version, plural = crds.coordinates(dict(self.crd))
+        return {"OPERATORLAB_WEBHOOK_HANDLERS": str(self.handlers),
+                "OPERATORLAB_WEBHOOK_FUNCTIONS": ",".join(f"{i}={f}" for i, f in self.functions.items()),
+                "OPERATORLAB_WEBHOOK_RESOURCE": f"{group}/{version}/{plural}"}
+
     def start(self, *, timeout: float = 60.0) -> Webhook:
         """Start kopf and wait until it answers TLS on its port (after its startup and its first scan).
 
@@ -263,17 +274,14 @@ class Webhook:
             RuntimeError: kopf exited (the handlers file did not load, say) or did not serve in time,
                 with its log's tail.
         """
-        group, version, plural = crds.coordinates(dict(self.crd))
         for _ in range(3):
             self.port = process.free_port()
-            env = {"OPERATORLAB_WEBHOOK_HANDLERS": str(self.handlers),
-                   "OPERATORLAB_WEBHOOK_FUNCTIONS": ",".join(f"{i}={f}" for i, f in self.functions.items()),
-                   "OPERATORLAB_WEBHOOK_RESOURCE": f"{group}/{version}/{plural}",
+            env = {**self.environment(),
                    "OPERATORLAB_WEBHOOK_PORT": str(self.port),
                    "OPERATORLAB_WEBHOOK_CERT": str(self.tls.cert("webhook")),
                    "OPERATORLAB_WEBHOOK_KEY": str(self.tls.key("webhook")),
                    "OPERATORLAB_WEBHOOK_CA": str(self.tls.ca)}
-            self.operator = OperatorProcess(runner_path(), kubeconfig=self.kubeconfig, env=env,
+            self.operator = OperatorProcess(self.runner(), kubeconfig=self.kubeconfig, env=env,
                                             log_path=self.workdir / "kopf.log")
             self.operator.start(timeout=timeout)
             if self._serving(timeout):
