@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from operatorlab import admission, crds
+from operatorlab.kopf_conversion import SENTINEL
 
 OLD, NEW = "v1alpha1", "v1"
 
@@ -109,10 +110,12 @@ def _objects(api_client: Any) -> Any:
 
 
 def create(api_client: Any, crd: Mapping[str, Any], version: str, name: str, spec: Mapping[str, Any],
-           annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+           labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Create a NamespaceBaseline copy at ``version``; the object as the API server returned it."""
     view = version_of(crd, version)
     body = crds.manifest(view, name, dict(spec))
+    if labels:
+        body["metadata"]["labels"] = dict(labels)
     if annotations:
         body["metadata"]["annotations"] = dict(annotations)
     made: dict[str, Any] = _objects(api_client).create_cluster_custom_object(*crds.coordinates(view), body)
@@ -210,3 +213,25 @@ class ConversionWebhook(admission.Webhook):
     @property
     def convert_url(self) -> str:
         return self.url("convert")
+
+    def install(self, api_client: Any, *, budget: float = 30.0) -> bool:
+        """Put the CRD's conversion on this webhook and wait until the API server calls it (False: it did not).
+
+        The API server's CRD handler picks up a changed conversion a moment after the CRD is stored: an
+        object named ``sentinel-...``, stored in the storage version and read at the other, is refused
+        by this server (:data:`~operatorlab.kopf_conversion.SENTINEL`) once it is in force.
+        """
+        from kubernetes import client
+
+        crds.install(api_client, with_webhook(self.crd, self.convert_url, self.ca_bundle))
+        stored = next(v["name"] for v in self.crd["spec"]["versions"] if v["storage"])
+        other = next(v["name"] for v in self.crd["spec"]["versions"] if not v["storage"] and v["served"])
+        name = "sentinel-conversion"
+        spec = {"namespaceLabel": "a=b"} if stored == OLD else {"namespaceSelector": {"key": "a", "value": "b"}}
+        try:
+            create(api_client, self.crd, stored, name, spec)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+        return admission.in_force(lambda: admission.send(lambda: read(api_client, self.crd, other, name)), SENTINEL,
+                                  budget=budget)

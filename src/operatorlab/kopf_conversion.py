@@ -22,6 +22,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+SENTINEL = "sentinel: the conversion webhook answers"
+
 Convert = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
@@ -30,12 +32,16 @@ def review(body: dict[str, Any], convert: Convert) -> dict[str, Any]:
 
     The response echoes the request's ``uid``; ``result.status`` is ``Success``, or ``Failure`` with a
     message the API server passes on (one object failing fails them all: the request is one LIST or GET).
+    An object named ``sentinel-...`` is refused before ``convert`` sees it: the caller's proof that its
+    CRD's conversion is in force and this server answers.
     """
     request = body.get("request") or {}
     desired = str(request.get("desiredAPIVersion", ""))
     response: dict[str, Any] = {"uid": request.get("uid", "")}
     try:
         version = desired.split("/")[-1]
+        if any(str((o.get("metadata") or {}).get("name", "")).startswith("sentinel-") for o in request.get("objects") or []):
+            raise LookupError(SENTINEL)
         converted = [convert(obj, version) for obj in request.get("objects") or []]
         for obj in converted:
             obj["apiVersion"] = desired
