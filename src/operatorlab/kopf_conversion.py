@@ -40,9 +40,10 @@ def review(body: dict[str, Any], convert: Convert) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": request.get("uid", "")}
     try:
         version = desired.split("/")[-1]
-        if any(str((o.get("metadata") or {}).get("name", "")).startswith("sentinel-") for o in request.get("objects") or []):
+        objects = request.get("objects") or []
+        if any(str((o.get("metadata") or {}).get("name", "")).startswith("sentinel-") for o in objects):
             raise LookupError(SENTINEL)
-        converted = [convert(obj, version) for obj in request.get("objects") or []]
+        converted = [convert(obj, version) for obj in objects]
         for obj in converted:
             obj["apiVersion"] = desired
         response.update(convertedObjects=converted, result={"status": "Success"})
