@@ -32,6 +32,7 @@ class Conversion(Exercise):
     title = "convert: NamespaceBaseline v1alpha1 <-> v1, both ways, losing nothing on a round trip"
     subject = "convert"
     budget = 30.0
+    xdist_group = "conversion"  # one webhook process at a time on a loaded machine
     hints = (
         "The API server sends your function one object at a time, at one version, and the version it wants. "
         "Which fields differ between the two? namespaceLabel is 'key=value'; namespaceSelector is {key, value}.",

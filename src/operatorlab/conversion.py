@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -136,34 +136,23 @@ def read_all(api_client: Any, crd: Mapping[str, Any], version: str) -> list[dict
     return items
 
 
+def delete(api_client: Any, crd: Mapping[str, Any], name: str) -> None:
+    """Delete one object (one that is gone already is fine)."""
+    from kubernetes import client
+
+    try:
+        _objects(api_client).delete_cluster_custom_object(*crds.coordinates(dict(crd)), name)
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
+
+
 def replace(api_client: Any, crd: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """PUT ``obj`` back as it is (its resourceVersion guards it): written in the storage version."""
     version = str(obj["apiVersion"]).split("/")[-1]
     put: dict[str, Any] = _objects(api_client).replace_cluster_custom_object(
         *crds.coordinates(version_of(crd, version)), obj["metadata"]["name"], dict(obj))
     return put
-
-
-def migrate(api_client: Any, crd: Mapping[str, Any], *, version: str = NEW,
-            progress: Callable[[int, int], None] | None = None) -> int:
-    """Rewrite every object unchanged, so each is stored again in the storage version; how many.
-
-    What the kube-storage-version-migrator does (and the built-in StorageVersionMigration, where
-    served): a read and a write of the same object, guarded by its resourceVersion; a 409 means someone
-    else wrote it meanwhile, which stored it anew too. Nothing in the object changes, not even its uid.
-    """
-    from kubernetes import client
-
-    items = read_all(api_client, crd, version)
-    for done, obj in enumerate(items, 1):
-        try:
-            replace(api_client, crd, obj)
-        except client.ApiException as e:
-            if e.status not in (404, 409):  # deleted meanwhile; written meanwhile (so stored anew)
-                raise
-        if progress:
-            progress(done, len(items))
-    return len(items)
 
 
 def timed_list(api_client: Any, crd: Mapping[str, Any], version: str, *, repeat: int = 5) -> float:

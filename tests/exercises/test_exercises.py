@@ -30,6 +30,9 @@ TEAM_RULE = "\"has(object.metadata.labels) && 'hedronite.io/team' in object.meta
 TENANTS_ONLY = ('"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], '
                 '"resources": [resource]')
 OVER_CAP = "if parse_quantity(str(asked)) > MAX_CPU:"
+# Lesson 14's migration: the rewrite of one object, and the record of it in the CRD's status.
+REWRITE = '            objects.replace_cluster_custom_object(group, storage, plural, obj["metadata"]["name"], obj)'
+RECORD = '    extensions.patch_custom_resource_definition_status(crd_name, {"status": {"storedVersions": [storage]}})'
 
 # exercise id -> {mistake: (text in the solution, replacement)}
 MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
@@ -184,6 +187,26 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "no message": ('kopf.AdmissionError(f"cpuQuota {asked} is above the cap of {MAX_CPU} CPUs", code=422)',
                        "kopf.AdmissionError(code=422)"),
     },
+    "14-conversion": {
+        "converts up only (v1 written as is)": ('        selector = spec.pop("namespaceSelector", {})\n',
+                                                "        return obj\n"),
+        "drops exemptNamespaces on the way down": (
+            'annotations[EXEMPT] = json.dumps(spec.pop("exemptNamespaces"))', 'spec.pop("exemptNamespaces")'),
+        "drops the labels": ("    obj = copy.deepcopy(obj)\n",
+                             '    obj = copy.deepcopy(obj)\n    obj["metadata"].pop("labels", None)\n'),
+        "renames the object": ("    obj = copy.deepcopy(obj)\n",
+                               '    obj = copy.deepcopy(obj)\n    obj["metadata"]["name"] += "-" + version\n'),
+    },
+    "14-storage-migration": {
+        "storedVersions edited, objects never rewritten": (REWRITE, "            pass"),
+        "deletes and re-creates each object": (
+            REWRITE,
+            '            objects.delete_cluster_custom_object(group, storage, plural, obj["metadata"]["name"])\n'
+            '            objects.create_cluster_custom_object(group, storage, plural, {**obj, "metadata": {\n'
+            '                k: obj["metadata"][k] for k in ("name", "labels", "annotations")\n'
+            '                if k in obj["metadata"]}})'),
+        "objects rewritten, storedVersions left as it was": (RECORD, "    pass"),
+    },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
         "kopf's default lifetime (60 s)": ("    settings.peering.lifetime = LIFETIME", "    pass"),
@@ -205,7 +228,7 @@ def starter_of(exercise_id: str) -> str:
 
 # Graded through a webhook the API server calls at https://127.0.0.1:PORT: only an API server on this
 # machine (our own local cluster) reaches it; minikube's or kind's runs in a container of its own.
-LOCAL_ONLY = {"10-validating-webhook"}
+LOCAL_ONLY = {"10-validating-webhook", "14-conversion", "14-storage-migration"}
 
 
 def _param(exercise_id: str, *rest: str) -> pytest.param:
