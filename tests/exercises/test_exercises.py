@@ -184,6 +184,25 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "no message": ('kopf.AdmissionError(f"cpuQuota {asked} is above the cap of {MAX_CPU} CPUs", code=422)',
                        "kopf.AdmissionError(code=422)"),
     },
+    "12-watch-children": {
+        "every Deployment watched (no label filter)": (
+            ', labels={"app.kubernetes.io/managed-by": "website-operator"})', ")"),
+        "a timer re-applying every second instead of a watch": (
+            '@kopf.on.event("apps", "v1", "deployments", '
+            'labels={"app.kubernetes.io/managed-by": "website-operator"})\n',
+            '@kopf.timer("example.com", "v1", "websites", interval=1.0)\n'
+            "def resync(name: str, namespace: str, spec: kopf.Spec, uid: str, **_: Any) -> None:\n"
+            "    reconcile_website(name, namespace, spec, uid=uid)  # noqa: F821\n\n\n"),
+    },
+    "12-kopfrunner-test": {
+        "nothing perturbed (only the Deployment looked for)": (
+            '        apps.patch_namespaced_deployment_scale("site", namespace, {"spec": {"replicas": 0}})\n', ""),
+        "scaled, but the heal not waited for": (
+            '        eventually(lambda: apps.read_namespaced_deployment("site", namespace).spec.replicas == REPLICAS,\n'
+            '                   timeout=10, message="the Deployment scaled to 0 by hand is put back")\n', ""),
+        "the operator never started": ("with KopfRunner(args, timeout=30) as runner:",
+                                       'with __import__("contextlib").nullcontext() as runner:'),
+    },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
         "kopf's default lifetime (60 s)": ("    settings.peering.lifetime = LIFETIME", "    pass"),
