@@ -60,8 +60,9 @@ class KopfRunnerTest(Exercise):
         "A test that passes on the operator proves little until it fails on a broken one: what must your test "
         "do to the world, and wait for, to tell the two apart?",
         "Inside `with KopfRunner(['run', '--standalone', '--namespace', namespace, str(operator)], "
-        "timeout=30) as runner:` create a Website, wait (eventually) for its Deployment, "
-        "scale it to 0, and wait for spec.replicas to come back; after the block, assert runner.exception is None.",
+        "timeout=30) as runner:` create a Website, wait (eventually) for its Deployment and for its "
+        "status.phase to be Applied (a reconcile still running would heal it too), scale it to 0, "
+        "and wait for spec.replicas to come back; after the block, assert runner.exception is None.",
         "Wait with operatorlab.wait.eventually(condition, timeout=30, message=...): it raises an AssertionError "
         "when the time is up. apps.patch_namespaced_deployment_scale(name, namespace, {'spec': {'replicas': 0}}).",
     )

@@ -28,6 +28,10 @@ def test_heals_its_deployment(operator: Path, namespace: str) -> None:
             "spec": {"image": "nginx:1.27", "replicas": REPLICAS}})
         eventually(lambda: apps.read_namespaced_deployment("site", namespace).spec.replicas == REPLICAS,
                    timeout=20, message="the operator applies the Website's Deployment")
+        # Its create handler done: a reconcile still under way (a retry, say) would heal the scale too.
+        eventually(lambda: (custom.get_namespaced_custom_object("example.com", "v1", namespace, "websites", "site")
+                            .get("status") or {}).get("phase") == "Applied",
+                   timeout=20, message="the Website's reconcile is done (status.phase Applied)")
         apps.patch_namespaced_deployment_scale("site", namespace, {"spec": {"replicas": 0}})
         eventually(lambda: apps.read_namespaced_deployment("site", namespace).spec.replicas == REPLICAS,
                    timeout=10, message="the Deployment scaled to 0 by hand is put back")

@@ -38,6 +38,7 @@ class WatchChildren(Exercise):
     lesson = "12"
     title = "watch_children: heal an owned Deployment scaled or deleted by hand, without a timer"
     subject = SUBJECT
+    xdist_group = "website-operator"  # it runs a Website operator (in a namespace of its own)
     budget = 10.0  # a heal: a watch event, a reconcile, on a busy machine
     hints = (
         "Nothing about the Website changed when someone scaled its Deployment: which object's events does "
@@ -157,13 +158,18 @@ def _quiet(proxy: FaultProxy, namespace: str) -> Check:
                                             if sent else ""))
 
 
-def _replicas(apps: client.AppsV1Api, namespace: str, name: str) -> int | None:
+def _deployment(apps: client.AppsV1Api, namespace: str, name: str) -> client.V1Deployment | None:
     try:
-        return apps.read_namespaced_deployment(name, namespace).spec.replicas
+        return apps.read_namespaced_deployment(name, namespace)
     except client.ApiException as e:
         if e.status == 404:
             return None
         raise
+
+
+def _replicas(apps: client.AppsV1Api, namespace: str, name: str) -> int | None:
+    found = _deployment(apps, namespace, name)
+    return found.spec.replicas if found else None
 
 
 def _phase(custom: client.CustomObjectsApi, namespace: str, name: str) -> str | None:
@@ -173,12 +179,8 @@ def _phase(custom: client.CustomObjectsApi, namespace: str, name: str) -> str | 
 
 
 def _uid(apps: client.AppsV1Api, namespace: str, name: str) -> str | None:
-    try:
-        return apps.read_namespaced_deployment(name, namespace).metadata.uid
-    except client.ApiException as e:
-        if e.status == 404:
-            return None
-        raise
+    found = _deployment(apps, namespace, name)
+    return found.metadata.uid if found else None
 
 
 def _cleanup(core: client.CoreV1Api, namespace: str) -> None:
