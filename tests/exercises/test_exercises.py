@@ -184,6 +184,21 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "no message": ('kopf.AdmissionError(f"cpuQuota {asked} is above the cap of {MAX_CPU} CPUs", code=422)',
                        "kopf.AdmissionError(code=422)"),
     },
+    "13-streaming-list": {
+        "a plain LIST, not a stream": (
+            "    events = watch.Watch().stream(",
+            "    listed = core.list_namespaced_config_map(namespace)\n"
+            "    return ({i.metadata.name: i.metadata.resource_version for i in listed.items},\n"
+            "            listed.metadata.resource_version)\n"
+            "    events = watch.Watch().stream("),
+        "synced after 2 seconds, not at the bookmark": (
+            "        for event in events:\n",
+            "        for event in events:\n"
+            "            if time.monotonic() - started > 2:\n"
+            "                return store, resource_version\n"),
+        "resumes from the last object's resourceVersion, not the bookmark's": (
+            'return store, meta["resourceVersion"]  # the state', "return store, resource_version  # the state"),
+    },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
         "kopf's default lifetime (60 s)": ("    settings.peering.lifetime = LIFETIME", "    pass"),
