@@ -199,6 +199,11 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "resumes from the last object's resourceVersion, not the bookmark's": (
             'return store, meta["resourceVersion"]  # the state', "return store, resource_version  # the state"),
     },
+    "13-leader-election": {
+        "no election: both copies act": ("    leaderelection.LeaderElection(election).run()", "    lead()"),
+        "an absurd lease duration: the takeover misses its budget": ("        lease_duration=6,",
+                                                                     "        lease_duration=300,"),
+    },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
         "kopf's default lifetime (60 s)": ("    settings.peering.lifetime = LIFETIME", "    pass"),
