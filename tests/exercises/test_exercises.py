@@ -184,6 +184,26 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
         "no message": ('kopf.AdmissionError(f"cpuQuota {asked} is above the cap of {MAX_CPU} CPUs", code=422)',
                        "kopf.AdmissionError(code=422)"),
     },
+    "11-retry-on-conflict": {
+        "a blind write (no resourceVersion)": (
+            "            core.replace_namespaced_config_map(name, namespace, config_map)\n",
+            "            config_map.metadata.resource_version = None\n"
+            "            core.replace_namespaced_config_map(name, namespace, config_map)\n"),
+        "a 409 swallowed, not retried": ("            if e.status != 409 or attempt == ATTEMPTS - 1:\n",
+                                         "            if e.status == 409:\n                return\n"
+                                         "            if True:\n"),
+        "every error retried (a 404 too)": ("if e.status != 409 or attempt == ATTEMPTS - 1:",
+                                            "if attempt == ATTEMPTS - 1:"),
+    },
+    "11-ssa-field-manager": {
+        "force=True takes the other manager's field": ("field_manager=MANAGER,\n",
+                                                        "field_manager=MANAGER, force=True,\n"),
+        "the whole object read back and applied (co-owns every field)": (
+            '"data": {"size": str(size)}}',
+            '"data": {**(core.read_namespaced_config_map(name, namespace).data or {}), "size": str(size)}}'),
+        "a merge patch instead of an apply": ("_content_type=APPLY_PATCH)",
+                                              '_content_type="application/merge-patch+json")'),
+    },
     "13-streaming-list": {
         "a plain LIST, not a stream": (
             "    events = watch.Watch().stream(",
