@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,14 +82,19 @@ def children_of(objects: list[Mapping[str, Any]], parent: str) -> list[str]:
                   if (o["metadata"].get("labels") or {}).get(PARENT_LABEL) == parent)
 
 
-def _exists(core: client.CoreV1Api, name: str) -> bool:
+def _unless(code: int, call: Callable[..., object], *args: Any) -> bool:
+    """``call(*args)``: True if it succeeded, False if the API answered ``code`` (any other error raises)."""
     try:
-        core.read_namespaced_config_map(name, NAMESPACE)
+        call(*args)
         return True
     except ApiException as e:
-        if e.status == 404:
-            return False
-        raise
+        if e.status != code:
+            raise
+        return False
+
+
+def _exists(core: client.CoreV1Api, name: str) -> bool:
+    return _unless(404, core.read_namespaced_config_map, name, NAMESPACE)
 
 
 def _create(core: client.CoreV1Api, metadata: dict[str, Any]) -> None:
@@ -98,23 +103,11 @@ def _create(core: client.CoreV1Api, metadata: dict[str, Any]) -> None:
 
 def prepare(core: client.CoreV1Api) -> None:
     """A clean slate: the namespace, with none of the demos' ConfigMaps, and no parent."""
-    try:
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
-    except ApiException as e:
-        if e.status != 409:
-            raise
+    _unless(409, core.create_namespace, client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
     core.delete_collection_namespaced_config_map(NAMESPACE, label_selector=PARENT_LABEL)
     for name in (KEEP, *PAIR):
-        try:
-            core.delete_namespaced_config_map(name, NAMESPACE)
-        except ApiException as e:
-            if e.status != 404:
-                raise
-    try:
-        core.delete_namespaced_config_map(PARENT, "default")
-    except ApiException as e:
-        if e.status != 404:
-            raise
+        _unless(404, core.delete_namespaced_config_map, name, NAMESPACE)
+    _unless(404, core.delete_namespaced_config_map, PARENT, "default")
 
 
 # -- 1. stale view ------------------------------------------------------------------------
@@ -145,12 +138,8 @@ def stale_view(core: client.CoreV1Api, proxy: FaultProxy, *, deterministic: bool
         counts["reconciles"] += 1
         if children_of(children.list(), name):
             return  # the cache shows a child: nothing to do
-        try:
-            _create(client.CoreV1Api(api), {**child_name(name, deterministic=deterministic),
-                                             "labels": {PARENT_LABEL: name}})
-        except ApiException as e:
-            if e.status != 409:
-                raise
+        metadata = {**child_name(name, deterministic=deterministic), "labels": {PARENT_LABEL: name}}
+        if not _unless(409, _create, client.CoreV1Api(api), metadata):
             counts["already_exists"] += 1  # the server refuses a second child of that name
 
     parents.add_event_handler(on_add=reconcile, on_update=lambda _old, new: reconcile(new))
@@ -206,11 +195,7 @@ def missed_delete(core: client.CoreV1Api, proxy: FaultProxy, *, level_triggered:
 
     def ensure(*_: object) -> None:
         if informer.get(f"{NAMESPACE}/{KEEP}") is None:
-            try:
-                _create(own, {"name": KEEP})
-            except ApiException as e:
-                if e.status != 409:
-                    raise
+            _unless(409, _create, own, {"name": KEEP})
 
     def on_watch_event(event: WatchEvent) -> None:
         if event.type == "DELETED" and event.name == KEEP:
@@ -273,13 +258,8 @@ def create_pair_blindly(core: client.CoreV1Api) -> None:
 def reconcile_pair(core: client.CoreV1Api) -> None:
     """Level-triggered and idempotent: create whichever of the pair is missing, take ``409`` as done."""
     for name in PAIR:
-        if _exists(core, name):
-            continue
-        try:
-            _create(core, {"name": name})
-        except ApiException as e:
-            if e.status != 409:
-                raise
+        if not _exists(core, name):
+            _unless(409, _create, core, {"name": name})
 
 
 @dataclass(frozen=True)
