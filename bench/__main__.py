@@ -14,14 +14,18 @@ Measures, on a private cluster named ``bench`` (deleted afterwards):
   (builds kwokctl from the pinned kwok module first, if missing);
 - 1,000 Tenants created at once, four implementations side by side (kopf, lesson 03's
   informer, the kubernetes client's informer, a Go controller-runtime reference):
-  ``bench/scale.py``, its own section and ``bench/results/tenants-at-scale.png``.
+  ``bench/scale.py``, its own section and ``bench/results/tenants-at-scale.png``;
+- LIST against a streaming list (KEP-3157) at 10,000 ConfigMaps: time to synced, the client's
+  peak memory, the API server's RSS: ``bench/streaming.py``, its own section and
+  ``bench/results/streaming.png``.
 
 Writes ``bench/results/latest.md`` (a table) and ``bench/results/tenant-latency.png``.
 Control-plane build times come from ``controlplane/build.sh``'s own log, not from here.
 
 Run: ``make bench`` (or ``.venv/bin/python -m bench [--tenants N] [--start-runs N]``); one part
 alone: ``.venv/bin/python -m bench --only cluster [--start-runs N]`` (the cluster start) or
-``.venv/bin/python -m bench --only scale --tenants 1000`` (Tenants at scale).
+``.venv/bin/python -m bench --only scale --tenants 1000`` (Tenants at scale) or
+``.venv/bin/python -m bench --only streaming`` (LIST against a streaming list).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench import report, scale
+from bench import report, scale, streaming
 from bench.proc import machine, status_mib
 
 if TYPE_CHECKING:
@@ -124,9 +128,14 @@ def main() -> None:
                         help="Tenant counts for the controllers' API requests (default 10,100,1000)")
     parser.add_argument("--start-runs", type=int, default=3,
                         help="starts of each kind to time: ours cold and warm, kwokctl, envtest-style (default 3)")
-    parser.add_argument("--only", choices=["cluster", "scale"],
+    parser.add_argument("--only", choices=["cluster", "scale", "streaming"],
                         help="cluster: only the cluster-start comparison (ours, kwokctl, envtest-style); "
-                             "scale: only Tenants at scale (--tenants is then its size)")
+                             "scale: only Tenants at scale (--tenants is then its size); "
+                             "streaming: only LIST against a streaming list")
+    parser.add_argument("--streaming-objects", type=int, default=10000,
+                        help="streaming part: ConfigMaps to sync (default 10000)")
+    parser.add_argument("--streaming-payload", type=int, default=1024,
+                        help="streaming part: bytes of payload per ConfigMap (default 1024)")
     parser.add_argument("--scale-tenants", type=int, default=1000, help="Tenants of the scale part (default 1000)")
     parser.add_argument("--implementations", default=",".join(scale.IMPLEMENTATIONS),
                         help="scale part: which implementations, in order (default all four)")
@@ -138,6 +147,9 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     if args.only == "scale":
         run_scale(args.tenants or args.scale_tenants, args)
+        return
+    if args.only == "streaming":
+        run_streaming(args)
         return
     from bench import cluster_start
 
@@ -188,6 +200,7 @@ def main() -> None:
     print(section)
     report.write_section(cluster_start.HEADING, start_section)
     run_scale(args.scale_tenants, args)
+    run_streaming(args)
     print(f"[bench] written to {RESULTS / 'latest.md'}")
 
 
@@ -201,6 +214,17 @@ def run_scale(tenants: int, args: argparse.Namespace) -> None:
     scale.plot(results, RESULTS / "tenants-at-scale.png", before=before)
     section = scale.markdown(results, machine=machine(), before=before)
     report.write_section(scale.HEADING, section)
+    print(section)
+
+
+def run_streaming(args: argparse.Namespace) -> None:
+    """The streaming part (``bench/streaming.py``): run, save the raw numbers, write the section and figure."""
+    print(f"[bench] streaming: LIST against a streaming list at {args.streaming_objects} ConfigMaps...", flush=True)
+    results = streaming.run(args.streaming_objects, args.streaming_payload, log=lambda line: print(line, flush=True))
+    streaming.save(results, RESULTS / "streaming.json")
+    streaming.plot(results, RESULTS / "streaming.png")
+    section = streaming.markdown(results)
+    report.write_section(streaming.HEADING, section)
     print(section)
 
 

@@ -207,6 +207,65 @@ MISTAKES: dict[str, dict[str, tuple[str, str]]] = {
             '                if k in obj["metadata"]}})'),
         "objects rewritten, storedVersions left as it was": (RECORD, "    pass"),
     },
+    "12-watch-children": {
+        "every Deployment watched (no label filter)": (
+            ', labels={"app.kubernetes.io/managed-by": "website-operator"})', ")"),
+        "a timer re-applying every second instead of a watch": (
+            '@kopf.on.event("apps", "v1", "deployments", '
+            'labels={"app.kubernetes.io/managed-by": "website-operator"})\n',
+            '@kopf.timer("example.com", "v1", "websites", interval=1.0)\n'
+            "def resync(name: str, namespace: str, spec: kopf.Spec, uid: str, **_: Any) -> None:\n"
+            "    reconcile_website(name, namespace, spec, uid=uid)  # noqa: F821\n\n\n"),
+    },
+    "12-kopfrunner-test": {
+        "nothing perturbed (only the Deployment looked for)": (
+            '        apps.patch_namespaced_deployment_scale("site", namespace, {"spec": {"replicas": 0}})\n', ""),
+        "scaled, but the heal not waited for": (
+            '        eventually(lambda: apps.read_namespaced_deployment("site", namespace).spec.replicas == REPLICAS,\n'
+            '                   timeout=10, message="the Deployment scaled to 0 by hand is put back")\n', ""),
+        "the operator never started": ("with KopfRunner(args, timeout=30) as runner:",
+                                       'with __import__("contextlib").nullcontext() as runner:'),
+    },
+    "11-retry-on-conflict": {
+        "a blind write (no resourceVersion)": (
+            "            core.replace_namespaced_config_map(name, namespace, config_map)\n",
+            "            config_map.metadata.resource_version = None\n"
+            "            core.replace_namespaced_config_map(name, namespace, config_map)\n"),
+        "a 409 swallowed, not retried": ("            if e.status != 409 or attempt == ATTEMPTS - 1:\n",
+                                         "            if e.status == 409:\n                return\n"
+                                         "            if True:\n"),
+        "every error retried (a 404 too)": ("if e.status != 409 or attempt == ATTEMPTS - 1:",
+                                            "if attempt == ATTEMPTS - 1:"),
+    },
+    "11-ssa-field-manager": {
+        "force=True takes the other manager's field": ("field_manager=MANAGER,\n",
+                                                        "field_manager=MANAGER, force=True,\n"),
+        "the whole object read back and applied (co-owns every field)": (
+            '"data": {"size": str(size)}}',
+            '"data": {**(core.read_namespaced_config_map(name, namespace).data or {}), "size": str(size)}}'),
+        "a merge patch instead of an apply": ("_content_type=APPLY_PATCH)",
+                                              '_content_type="application/merge-patch+json")'),
+    },
+    "13-streaming-list": {
+        "a plain LIST, not a stream": (
+            "    events = watch.Watch().stream(",
+            "    listed = core.list_namespaced_config_map(namespace)\n"
+            "    return ({i.metadata.name: i.metadata.resource_version for i in listed.items},\n"
+            "            listed.metadata.resource_version)\n"
+            "    events = watch.Watch().stream("),
+        "synced after 2 seconds, not at the bookmark": (
+            "        for event in events:\n",
+            "        for event in events:\n"
+            "            if time.monotonic() - started > 2:\n"
+            "                return store, resource_version\n"),
+        "resumes from the last object's resourceVersion, not the bookmark's": (
+            'return store, meta["resourceVersion"]  # the state', "return store, resource_version  # the state"),
+    },
+    "13-leader-election": {
+        "no election: both copies act": ("    leaderelection.LeaderElection(election).run()", "    lead()"),
+        "an absurd lease duration: the takeover misses its budget": ("        lease_duration=6,",
+                                                                     "        lease_duration=300,"),
+    },
     "07-failover": {
         "one priority for every replica": ("int(hashlib.sha256(pod.encode()).hexdigest()[:8], 16)", "100"),
         "kopf's default lifetime (60 s)": ("    settings.peering.lifetime = LIFETIME", "    pass"),

@@ -31,7 +31,7 @@ from operatorlab import paths
 from operatorlab.cluster import LocalCluster, manifests
 from operatorlab.cluster.binaries import default_dir
 
-NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER = ("00-your-cluster.ipynb",)
+NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER = ("00-your-cluster.ipynb", "13-streaming-lists.ipynb")
 SELECTION = [
     *(f"notebooks/{nb}" for nb in NOTEBOOKS_THAT_ASK_FOR_THE_PROVIDER),
     "tests/integration/test_jupyterlab.py",

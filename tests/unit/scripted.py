@@ -43,6 +43,12 @@ def bookmark(rv: str) -> dict[str, Any]:
     return event("BOOKMARK", {"metadata": {"resourceVersion": rv}})
 
 
+def end_of_initial_events(rv: str) -> dict[str, Any]:
+    """The bookmark that ends a streaming list's initial events."""
+    return event("BOOKMARK", {"metadata": {"resourceVersion": rv,
+                                           "annotations": {"k8s.io/initial-events-end": "true"}}})
+
+
 def error(code: int, reason: str) -> dict[str, Any]:
     return event("ERROR", {"kind": "Status", "code": code, "reason": reason, "message": f"{code} {reason}"})
 
@@ -121,6 +127,15 @@ class ScriptedListWatch:
 
     def watch(self, *, resource_version: str, timeout: float) -> ScriptedStream:
         self.watch_calls.append({"resource_version": resource_version, "t": time.monotonic()})
+        answer = self.watches.popleft() if self.watches else ScriptedStream()
+        if isinstance(answer, Failure):
+            raise RequestFailed(answer)
+        self.streams.append(answer)
+        return answer
+
+    def watch_list(self, *, resource_version: str, timeout: float) -> ScriptedStream:
+        """A streaming list: answered from ``watches`` too, recorded as ``streaming`` in ``watch_calls``."""
+        self.watch_calls.append({"resource_version": resource_version, "t": time.monotonic(), "streaming": True})
         answer = self.watches.popleft() if self.watches else ScriptedStream()
         if isinstance(answer, Failure):
             raise RequestFailed(answer)

@@ -218,3 +218,25 @@ def test_a_users_request_names_the_user_and_groups_and_keeps_its_key(tmp_path):
     assert [a.value for a in first.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == ["dev"]
     assert first.is_signature_valid and first.public_key() == again.public_key()  # one key, made once
     assert (tmp_path / "jane.key").stat().st_mode & 0o077 == 0
+
+
+def test_a_backdated_certificate_is_expired_with_its_key_and_identity_kept(tmp_path, made):
+    copy = pki.Pki(tmp_path / "pki")
+    shutil.copytree(made.dir, copy.dir)
+    key_before = copy.key("kube-scheduler").read_bytes()
+    pki.backdate(copy, "kube-scheduler", expired_for=datetime.timedelta(days=1))
+    found = pki.facts(copy, copy.cert("kube-scheduler"))
+    assert found.user == "system:kube-scheduler" and found.groups == ()
+    assert found.problems == ("expired",) and not found.current and found.issued_by_ca
+    assert found.not_after < datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=23)
+    assert found.lifetime == datetime.timedelta(days=365)
+    assert copy.key("kube-scheduler").read_bytes() == key_before
+    assert pki.outdated(copy) == {"kube-scheduler": "expired"}
+
+
+def test_facts_name_the_user_groups_and_a_foreign_issuer(tmp_path, made):
+    assert pki.facts(made, made.cert("admin")).groups == ("system:masters",)
+    own = pki.facts(made, made.cert("kube-scheduler"))
+    assert own.problems == () and own.current and own.issued_by_ca
+    other = pki.facts(made, pki.create(tmp_path / "other").cert("kube-scheduler"))
+    assert not other.issued_by_ca and "not signed by ca.crt" in other.problems

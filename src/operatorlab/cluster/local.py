@@ -384,21 +384,24 @@ class LocalCluster:
         """Re-issue certificates an older release made, which strict TLS clients refuse.
 
         Python 3.13+ verifies strictly by default, so a learner's cluster from before
-        would lock it out. Every component that presents or checks a certificate is
-        stopped first and started again by :meth:`up`; etcd talks plain HTTP on
+        would lock it out; and a client certificate expires after a year, as kubeadm's
+        do (``kubeadm certs renew``). Every component that presents or checks a renewed
+        certificate is stopped first and started again by :meth:`up`; etcd talks plain HTTP on
         loopback, so it keeps running and its data is never touched. The keys stay
         (see :func:`pki.renew`): ServiceAccount tokens and the CA stay valid.
         """
         found = pki.outdated(self.pki)
         if not found:
             return
-        for component in reversed(COMPONENTS[1:]):
+        restarting = _presenting(found)
+        for component in restarting:
             process.stop(self._state.pids.pop(component, None), self._binary(component))
         self._save_state()
         extra = (self._state.advertise_address,) if self._state.advertise_address else ()
         pki.renew(self.pki, found, extra_ips=extra)
-        log(f"re-issued {len(found)} certificates of cluster {self.name!r} that strict TLS clients "
-            f"(Python 3.13+) refuse ({pki.describe(found)}); restarting what uses them, etcd data and all keys kept")
+        log(f"re-issued {len(found)} certificate(s) of cluster {self.name!r} that the API server or strict TLS "
+            f"clients (Python 3.13+) refuse ({pki.describe(found)}); restarting {', '.join(restarting) or 'nothing'}, "
+            f"etcd data and all keys kept")
 
     def _wait_all(self, waits: list[_Wait], *, alive: tuple[str, ...], step: Callable[[str], None],
                   timeout: float) -> None:
@@ -569,3 +572,14 @@ status:
 def _node_ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in node.get("status", {}).get("conditions") or [])
+
+
+def _presenting(renewed: dict[str, str]) -> list[str]:
+    """The running components to restart for the certificates ``renewed``, the last started first.
+
+    The CA and the apiserver's serving certificate concern every client; a client certificate only
+    the component that presents it (``admin`` is the user's own: nothing of ours restarts for it).
+    """
+    if "ca" in renewed or "apiserver" in renewed:
+        return list(reversed(COMPONENTS[1:]))
+    return [c for c in reversed(COMPONENTS) if c in renewed]

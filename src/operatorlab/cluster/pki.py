@@ -188,6 +188,75 @@ def renew(pki: Pki, stems: Iterable[str], *, extra_ips: tuple[str, ...] = ()) ->
     create(pki.dir, extra_ips=extra_ips)
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a client certificate says and whether this cluster's API server would take it.
+
+    Attributes:
+        path: the PEM file read.
+        user: the subject's CN (the user Kubernetes authenticates).
+        groups: the subject's O values (the user's groups).
+        not_before, not_after: its validity window (UTC).
+        issued_by_ca: whether the cluster's CA signed it (all the API server checks of an issuer).
+        problems: what a strict verifier would refuse (expired, not signed by ca.crt, a missing
+            extension, ...); empty when none. Go (the API server) asks less: a current certificate
+            signed by the CA, for client authentication.
+    """
+
+    path: Path
+    user: str
+    groups: tuple[str, ...]
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+    issued_by_ca: bool
+    problems: tuple[str, ...]
+
+    @property
+    def current(self) -> bool:
+        return self.not_before <= datetime.datetime.now(datetime.UTC) < self.not_after
+
+    @property
+    def lifetime(self) -> datetime.timedelta:
+        return self.not_after - self.not_before
+
+
+def facts(pki: Pki, path: Path) -> Facts:
+    """Read the certificate at ``path`` and check it against this cluster's CA (``kubeadm certs check-expiration``).
+
+    Raises:
+        ValueError: ``path`` holds no PEM certificate.
+    """
+    cert = x509.load_pem_x509_certificate(path.read_bytes())
+    ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    subject = cert.subject
+    try:
+        cert.verify_directly_issued_by(ca)
+        issued_by_ca = True
+    except (ValueError, TypeError, InvalidSignature):
+        issued_by_ca = False
+    return Facts(
+        path=path,
+        user=", ".join(str(a.value) for a in subject.get_attributes_for_oid(NameOID.COMMON_NAME)),
+        groups=tuple(str(a.value) for a in subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)),
+        not_before=cert.not_valid_before_utc, not_after=cert.not_valid_after_utc, issued_by_ca=issued_by_ca,
+        problems=tuple(_leaf_problems(path, ca)),
+    )
+
+
+def backdate(pki: Pki, stem: str, *, expired_for: datetime.timedelta) -> None:
+    """Re-issue client certificate ``stem`` with its key and identity, expired ``expired_for`` ago.
+
+    A year's validity, as its first one had: what a cluster nobody renewed for a year presents.
+    """
+    leaf = _leaves(())[stem]
+    ca_key = serialization.load_pem_private_key(pki.key("ca").read_bytes(), password=None)
+    ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    key = serialization.load_pem_private_key(pki.key(stem).read_bytes(), password=None)
+    cert = _leaf_certificate(leaf, key.public_key(), ca, ca_key,
+                             ending=datetime.datetime.now(datetime.UTC) - expired_for)
+    _write_cert(pki.cert(stem), cert)
+
+
 def describe(found: dict[str, str]) -> str:
     """One line for :func:`outdated`'s result: files with the same problems grouped together."""
     by_problem: dict[str, list[str]] = {}
@@ -223,9 +292,10 @@ def _ca_certificate(key: ec.EllipticCurvePrivateKey, common_name: str = _CA_NAME
     )
 
 
-def _leaf_certificate(leaf: _Leaf, public_key, ca: x509.Certificate, ca_key) -> x509.Certificate:
+def _leaf_certificate(leaf: _Leaf, public_key, ca: x509.Certificate, ca_key, *,
+                      ending: datetime.datetime | None = None) -> x509.Certificate:
     builder = (
-        _builder(leaf.subject, ca.subject, public_key, validity=_VALIDITY)
+        _builder(leaf.subject, ca.subject, public_key, validity=_VALIDITY, ending=ending)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(cert_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([leaf.usage]), critical=False)
@@ -259,17 +329,19 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
     return x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key, *,
-             validity: datetime.timedelta) -> x509.CertificateBuilder:
+def _builder(subject: x509.Name, issuer: x509.Name, public_key, *, validity: datetime.timedelta,
+             ending: datetime.datetime | None = None) -> x509.CertificateBuilder:
+    """Valid from five minutes ago (clock skew tolerated) for ``validity``, or for ``validity`` up to ``ending``."""
     now = datetime.datetime.now(datetime.UTC)
+    start = ending - validity if ending else now - datetime.timedelta(minutes=5)
     return (
         x509.CertificateBuilder()
         .subject_name(subject)
         .issuer_name(issuer)
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))  # tolerate small clock skew
-        .not_valid_after(now + validity)
+        .not_valid_before(start)
+        .not_valid_after(ending or now + validity)
     )
 
 

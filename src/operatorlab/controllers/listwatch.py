@@ -50,11 +50,30 @@ always on, since 1.34; its ``WatchList`` (the initial state sent as watch
 events) is beta, on by default since 1.34 (it was on in 1.32 and off again in
 1.33); client-go's ``WatchListClient`` is beta, on by default since 1.35.
 
+**Streaming list** (``watch_list=True``, lesson 13; client-go's ``watchList``, KEP-3157):
+instead of step 1, one WATCH with ``sendInitialEvents=true``,
+``resourceVersionMatch=NotOlderThan`` and ``allowWatchBookmarks=true``, from ``""``
+(a consistent read) or, after a failure, from the last resourceVersion seen. Its
+``ADDED`` events go into a temporary store
+(:class:`~operatorlab.controllers.streaming.InitialEvents`) until the bookmark
+annotated ``k8s.io/initial-events-end: "true"``; then the sink's ``replace`` gets the
+collection at that bookmark's resourceVersion, the reflector counts as synced, and
+the *same* stream goes on with the changes since, as step 2's watch would. A stream
+that ends or fails before that bookmark is a failed list: back off, then stream
+again. As in client-go, a server that refuses the request (a 4xx other than 429 and
+410: an old server without the ``WatchList`` gate answers a plain watch or an
+Invalid) makes this reflector fall back to one LIST + WATCH, and it tries the stream
+again at its next list.
+
 Where client-go does more: its watch timeout is random in [5, 10) minutes
-(here: ``watch_timeout``, fixed); since 1.35 its reflector first asks for the
-initial state as a watch (``sendInitialEvents=true``, the ``WatchListClient``
-feature) and falls back to LIST + WATCH when the server does not serve that,
-which is what this reflector always does.
+(here: ``watch_timeout``, fixed); since 1.35 its reflector streams by default
+(the ``WatchListClient`` feature, beta, on by default since 1.35), where this one
+streams only when asked (``watch_list=True``, default off: lessons 02-03 teach the
+LIST); client-go also checks a streamed state against a LIST when
+``KUBE_WATCHLIST_INCONSISTENCY_DETECTOR`` is set, which this reflector does not; and
+a server that sends a plain watch (no initial events, no end bookmark) is told apart
+by client-go only by waiting, as here (the stream ends without the bookmark: back off,
+then stream again).
 
 Sources: Kubernetes API concepts, "Efficient detection of changes", "Watch
 bookmarks", "Retrieving large results sets in chunks" and "Resource versions"
@@ -95,6 +114,7 @@ from operatorlab.controllers.reflector_policy import (
     decide,
     list_resource_version,
 )
+from operatorlab.controllers.streaming import InitialEvents, watch_list_query
 
 __all__ = [
     "TENANTS",
@@ -105,6 +125,7 @@ __all__ = [
     "ReflectorSink",
     "Resource",
     "StreamBroken",
+    "StreamingListerWatcher",
     "WatchEvent",
     "WatchStream",
     "failure_of",
@@ -230,8 +251,16 @@ class ListerWatcher(Protocol):
         ...
 
 
+class StreamingListerWatcher(ListerWatcher, Protocol):
+    """A :class:`ListerWatcher` that can also open a streaming list (``sendInitialEvents=true``)."""
+
+    def watch_list(self, *, resource_version: str, timeout: float) -> WatchStream:
+        """A WATCH with ``sendInitialEvents=true``, ``resourceVersionMatch=NotOlderThan``, from ``resource_version``."""
+        ...
+
+
 class ListWatch:
-    """A :class:`ListerWatcher` for one :class:`Resource` through the kubernetes client.
+    """A :class:`ListerWatcher` for one :class:`Resource` through the kubernetes client (a streaming one too).
 
     Args:
         api_client: used for every request (a
@@ -273,6 +302,26 @@ class ListWatch:
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as e:
             raise RequestFailed(failure_of(e)) from e
         return HttpWatchStream(response)
+
+    def watch_list(self, *, resource_version: str, timeout: float) -> HttpWatchStream:
+        # CustomObjectsApi has no send_initial_events (kubernetes client 37.0.3; CoreV1Api's list_* and the
+        # dynamic client's watch() do): the request is built from the client's own parts, with its query.
+        path = f"/apis/{self.resource.group}/{self.resource.version}"
+        if self.resource.namespace:
+            path += f"/namespaces/{self.resource.namespace}"
+        query = [*watch_list_query(resource_version).items(), ("timeoutSeconds", str(int(timeout)))]
+        api_client = self.api.api_client
+        try:
+            request = api_client.param_serialize(
+                "GET", f"{path}/{self.resource.plural}", query_params=query,
+                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+            answer = api_client.call_api(*request, _request_timeout=(self.connect_timeout, timeout + self.read_margin))
+            if not 200 <= answer.status <= 299:
+                answer.read()
+                raise client.ApiException.from_response(http_resp=answer, body=None, data=None)
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+            raise RequestFailed(failure_of(e)) from e
+        return HttpWatchStream(answer.response)
 
 
 class HttpWatchStream:
@@ -316,6 +365,11 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
                 yield line
     if buffer.strip():
         yield buffer
+
+
+def _refused_streaming(failure: Failure) -> bool:
+    """The server will not serve a streaming list (a 4xx other than 429 and 410): LIST instead."""
+    return failure.code is not None and 400 <= failure.code < 500 and not (failure.too_many_requests or failure.expired)
 
 
 def failure_of(e: BaseException) -> Failure:
@@ -404,6 +458,9 @@ class Reflector:
             the watch cache can serve the relist.
         first_list_resource_version: ``"0"`` (client-go: whatever the watch cache
             holds) or ``""`` (the newest state, a consistent read).
+        watch_list: get the state by a streaming list (``sendInitialEvents=true``)
+            instead of a LIST; ``list_watch`` must then be a
+            :class:`StreamingListerWatcher`.
         backoff: the backoff manager (default: client-go's parameters).
         clock: monotonic seconds, to time the streams (``time.monotonic``).
         name: for thread names and logs.
@@ -418,6 +475,7 @@ class Reflector:
         list_timeout: float = 60.0,
         page_size: int = 0,
         first_list_resource_version: str = "0",
+        watch_list: bool = False,
         backoff: BackoffManager | None = None,
         clock: Callable[[], float] = time.monotonic,
         name: str = "",
@@ -432,6 +490,11 @@ class Reflector:
         self.list_timeout = list_timeout
         self.page_size = page_size
         self.first_list_resource_version = first_list_resource_version
+        if watch_list and not callable(getattr(list_watch, "watch_list", None)):
+            raise TypeError(f"watch_list=True needs a StreamingListerWatcher; {type(list_watch).__name__} has no "
+                            "watch_list()")
+        self.watch_list = watch_list
+        self._fall_back_to_list = False  # the server refused a streaming list: LIST once
         self.backoff = backoff or BackoffManager()
         self.name = name or type(sink).__name__.lower()
         self._clock = clock
@@ -448,7 +511,8 @@ class Reflector:
         self._next_watch_from: str | None = None  # one-shot override set by rewatch_from()
         self._observers: list[Callable[[WatchEvent], None]] = []
         self.decisions: list[Decision] = []  # the last few, newest last (for a lesson or a test)
-        self.lists = 0
+        self.lists = 0  # lists completed (streamed ones too)
+        self.streamed_lists = 0  # of them, streaming lists
         self.list_requests = 0  # LIST pages requested, failed ones included
         self.watches = 0  # streams opened
         self.events = 0
@@ -563,7 +627,10 @@ class Reflector:
                 if self._relist_pending:
                     step, self._relist_pending = Next.LIST, False
             try:
-                outcome = self._list() if step is Next.LIST else self._watch()
+                if step is Next.LIST:
+                    outcome = self._stream_list() if self.watch_list and not self._fall_back_to_list else self._list()
+                else:
+                    outcome = self._watch()
             except Exception as e:  # a broken list or watch call must not end the thread unseen
                 log.exception("reflector %s: %s failed unexpectedly", self.name, step.value)
                 attempt = Attempt.LIST if step is Next.LIST else Attempt.WATCH
@@ -611,13 +678,25 @@ class Reflector:
         self._emit(WatchEvent("LIST", resource_version=listed.resource_version,
                               detail=f"{len(listed.items)} objects in {listed.pages} page(s), "
                                      f"asked for resourceVersion {resource_version!r}"))
-        self._deliver(lambda: self.sink.replace(listed.items, listed.resource_version))
+        self._replace(listed.items, listed.resource_version)
+        self._fall_back_to_list = False  # the next list streams again (watch_list=True)
+        return Outcome(Attempt.LIST, resource_version=resource_version)
+
+    def _replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        """A (re)list's result, from a LIST or a streaming list: the sink replaced, the reflector synced."""
+        self._deliver(lambda: self.sink.replace(items, resource_version))
         with self._lock:
-            self._resource_version = listed.resource_version
+            self._resource_version = resource_version
             self._resource_version_unavailable = False
             self._next_watch_from = None  # a fresh list supersedes any requested rewatch
         self._synced.set()
-        return Outcome(Attempt.LIST, resource_version=resource_version)
+
+    def _stream_list(self) -> Outcome:
+        """A streaming list: a WATCH with initial events; once they end, the same stream goes on as a watch."""
+        with self._lock:
+            resource_version = list_resource_version(self._resource_version, self._resource_version_unavailable,
+                                                     initial="")  # client-go: "" (consistent), never "0"
+        return self._watch(streaming_list_from=resource_version)
 
     def _page_size(self, resource_version: str) -> int:
         """client-go ``list``: the explicit size, else 500, but unpaged at a given resourceVersion."""
@@ -627,26 +706,41 @@ class Reflector:
             return DEFAULT_PAGE_SIZE
         return 0
 
-    def _watch(self) -> Outcome:
-        """One watch request, its stream read to the end."""
-        with self._lock:
-            resource_version = self._next_watch_from or self._resource_version
-            self._next_watch_from = None
+    def _watch(self, *, streaming_list_from: str | None = None) -> Outcome:
+        """One watch request, its stream read to the end; with ``streaming_list_from``, a streaming list."""
+        initial = InitialEvents() if streaming_list_from is not None else None
+        if streaming_list_from is not None:
+            resource_version = streaming_list_from
+        else:
+            with self._lock:
+                resource_version = self._next_watch_from or self._resource_version
+                self._next_watch_from = None
         started = self._clock()  # before the request, as client-go (a proxy may hold the headers)
         try:
-            stream = self.list_watch.watch(resource_version=resource_version, timeout=self.watch_timeout)
+            if streaming_list_from is not None:
+                stream = self.list_watch.watch_list(  # type: ignore[attr-defined]  # checked in __init__
+                    resource_version=resource_version, timeout=self.watch_timeout)
+            else:
+                stream = self.list_watch.watch(resource_version=resource_version, timeout=self.watch_timeout)
         except RequestFailed as e:
             if e.failure.expired:
                 self.expired += 1
+            what = "WATCH" if initial is None else "streaming list"
             self._emit(WatchEvent("ERROR", resource_version=resource_version, code=e.failure.code,
-                                  detail=f"WATCH failed: {e.failure.message}"))
-            return Outcome(Attempt.WATCH, e.failure, resource_version=resource_version)
+                                  detail=f"{what} failed: {e.failure.message}"))
+            if initial is None:
+                return Outcome(Attempt.WATCH, e.failure, resource_version=resource_version)
+            if _refused_streaming(e.failure):  # client-go: "Falling back to regular list"
+                self._fall_back_to_list = True
+                return self._list()
+            return Outcome(Attempt.LIST, e.failure, resource_version=resource_version)
         self.watches += 1
         with self._lock:
             self._stream, self._interrupt = stream, None
         if self._stopping.is_set():  # stop() ran before the stream was registered
             stream.close()
-        self._emit(WatchEvent("WATCH", resource_version=resource_version))
+        self._emit(WatchEvent("WATCH", resource_version=resource_version,
+                              detail="" if initial is None else "sendInitialEvents=true"))
         events, failure, ended, detail = 0, None, "CLOSED", "server closed the stream"
         received = stream.events()
         try:
@@ -658,6 +752,10 @@ class Reflector:
                 if event.type == "ERROR":
                     failure = _failure_from_status(event.object or {}, message=event.detail)
                     break
+                if initial is not None and not initial.done:
+                    if event.type in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") and initial.add(raw):
+                        self._streamed(initial)
+                    continue
                 self._apply(event)
         except RequestFailed as e:
             failure = e.failure
@@ -668,10 +766,17 @@ class Reflector:
                 self._stream = None
                 interrupted, self._interrupt = self._interrupt, None
             received.close()
-        if failure is not None:
-            if failure.expired:
-                self.expired += 1
-        else:  # an ERROR event is its own marker; otherwise say how the stream ended
+        if failure is not None and failure.expired:
+            self.expired += 1
+        if initial is not None and not initial.done:  # no initial-events-end bookmark: the list failed
+            self._emit(WatchEvent("ERROR", resource_version=resource_version, code=failure.code if failure else None,
+                                  detail=f"streaming list ended after {len(initial)} objects, before the "
+                                         "initial-events-end bookmark"))
+            if self._stopping.is_set():
+                return Outcome(Attempt.LIST, failure, resource_version=resource_version, stopping=True)
+            return Outcome(Attempt.LIST, failure or Failure(message="streaming list ended before its bookmark"),
+                           resource_version=resource_version)
+        if failure is None:  # an ERROR event is its own marker; otherwise say how the stream ended
             if self._stopping.is_set():
                 ended, detail = "CLOSED", "reflector stopped"
             elif interrupted is not None:
@@ -681,6 +786,16 @@ class Reflector:
             self._emit(WatchEvent(ended, resource_version=self.resource_version, detail=detail))
         return Outcome(Attempt.STREAM, failure, resource_version=resource_version, seconds=self._clock() - started,
                        events=events, interrupted=interrupted)
+
+    def _streamed(self, initial: InitialEvents) -> None:
+        self.lists += 1
+        self.streamed_lists += 1
+        items = initial.items()
+        self._emit(WatchEvent("LIST", resource_version=initial.resource_version,
+                              detail=f"{len(items)} objects streamed (sendInitialEvents), to the "
+                                     "initial-events-end bookmark"))
+        self._replace(items, initial.resource_version)
+        self._fall_back_to_list = False
 
     def _apply(self, event: WatchEvent) -> None:
         if event.type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):

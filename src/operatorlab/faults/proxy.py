@@ -186,7 +186,7 @@ class RuleSet:
         rule = next((r for r in self.rules if r.action != "kill" and r.matches(method, path, query)), None)
         if rule is not None:
             self._count(rule)
-        record = {"t": time.time(), "method": method, "path": path, "watch": is_watch(query),
+        record = {"t": time.time(), "method": method, "path": path, "watch": is_watch(query), "query": dict(query),
                   "rule": rule.name if rule else None,
                   "status": rule.status if rule is not None and rule.action == "status" else None}
         self.requests.append(record)
@@ -456,7 +456,8 @@ class FaultProxy:
     def stats(self) -> dict:
         """``{"rules": [...], "hits": {rule name: [unix times]}, "requests": [...]}``.
 
-        Each request: ``t`` (unix time), ``method``, ``path``, ``watch``, ``rule`` (the name of
+        Each request: ``t`` (unix time), ``method``, ``path``, ``watch``, ``query`` (its
+        parameters, e.g. ``sendInitialEvents``), ``rule`` (the name of
         the rule that matched, or None) and ``status`` (the answer's status code; None while
         the apiserver has not answered).
         """

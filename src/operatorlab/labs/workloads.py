@@ -173,8 +173,19 @@ def deployment_ready(lab: Lab, namespace: str, name: str, replicas: int, *, labe
     return Check(label, False, rollout_evidence(lab, apps(lab).read_namespaced_deployment(name, namespace)))
 
 
+#: The taints kube-controller-manager's node lifecycle controller puts on a Node it has seen NotReady.
+NODE_LIFECYCLE_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
+
+
 def nodes_ready(lab: Lab, *, label: str, budget: float = 0.0) -> Check:
-    """Every Node's Ready condition is True, or gets there within ``budget`` s."""
+    """Every Node's Ready condition is True *and the node lifecycle controller has seen it*, within ``budget`` s.
+
+    The kubelet sets the condition; kube-controller-manager acts on its own copy, refreshed every
+    ``--node-monitor-period`` (5 s). Until that copy says Ready, the controller marks every Pod
+    bound to the node NotReady (``processPod``, pkg/controller/nodelifecycle, Kubernetes 1.36.3), so a Pod started
+    in those seconds stays NotReady. The controller lifts its ``unreachable`` / ``not-ready``
+    taints in the same pass that refreshes its copy: their absence is the sign it has caught up.
+    """
     outcome = converges(lambda: not _not_ready(lab), budget=budget, interval=0.3)
     if outcome.ok:
         return Check(label, True, "every Node Ready")
@@ -187,11 +198,14 @@ def _not_ready(lab: Lab) -> list[str]:
     nodes: list[Any] = lab.core.list_node().items
     for node in nodes:
         ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
+        taints = [f"{t.key}:{t.effect}" for t in node.spec.taints or []]
         if ready is None or ready.status != "True":
             condition = "no Ready condition" if ready is None else (
                 f"Ready={ready.status} ({ready.reason}: {ready.message}), last heartbeat {ready.last_heartbeat_time}")
-            taints = [f"{t.key}:{t.effect}" for t in node.spec.taints or []]
             said.append(f"Node {node.metadata.name}: {condition}; taints {taints}")
+        elif any(t.key in NODE_LIFECYCLE_TAINTS for t in node.spec.taints or []):
+            said.append(f"Node {node.metadata.name}: Ready, but kube-controller-manager has not seen it yet "
+                        f"(its node lifecycle taints are still on: {taints})")
     return said
 
 
