@@ -145,7 +145,7 @@ class Conversion(Exercise):
         finally:
             if webhook is not None:
                 webhook.stop()
-            crds.remove(self.api, crd, wait=False)
+            conversion.remove(self.api, crd, wait=False)  # its conversion set to None first: no webhook needed
 
     # -- helpers ----------------------------------------------------------------------------
 

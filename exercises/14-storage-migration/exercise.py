@@ -58,7 +58,6 @@ class StorageMigration(Exercise):
             webhook.start()
             if not webhook.install(self.api):
                 raise RuntimeError(f"the lesson's conversion webhook got no call in 30 s. {admission.UNREACHABLE}")
-            conversion.delete(self.api, crd, "sentinel-conversion")
             for _ in range(5):
                 conversion.create(self.api, crd, conversion.OLD, f"old-{_word(draw)}",
                                   {"namespaceLabel": f"{_word(draw)}={_word(draw)}", "allowDNS": draw.random() < 0.5})
@@ -105,5 +104,5 @@ class StorageMigration(Exercise):
                         else "; ".join(f"{n}: {w}" for n, w in unreadable.items()))
         finally:
             webhook.stop()
-            crds.remove(self.api, crd, wait=False)
+            conversion.remove(self.api, crd, wait=False)  # its conversion set to None first: no webhook needed
 

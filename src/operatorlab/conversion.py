@@ -147,6 +147,25 @@ def delete(api_client: Any, crd: Mapping[str, Any], name: str) -> None:
             raise
 
 
+def remove(api_client: Any, crd: Mapping[str, Any], *, wait: bool = True) -> None:
+    """Delete the CRD and every object of it, whatever its conversion points at.
+
+    Deleting a CRD deletes its objects first, each read in the storage version: one stored in another
+    version goes through the conversion, so a webhook that is gone (a kernel that died mid-lesson)
+    holds the CRD Terminating. Its conversion is set to ``None`` first, which needs no webhook.
+    """
+    from kubernetes import client
+
+    try:
+        client.ApiextensionsV1Api(api_client).patch_custom_resource_definition(
+            crd["metadata"]["name"], {"spec": {"conversion": {"strategy": "None", "webhook": None}}},
+            _content_type="application/merge-patch+json")
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
+    crds.remove(api_client, dict(crd), wait=wait)
+
+
 def replace(api_client: Any, crd: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """PUT ``obj`` back as it is (its resourceVersion guards it): written in the storage version."""
     version = str(obj["apiVersion"]).split("/")[-1]
@@ -209,6 +228,7 @@ class ConversionWebhook(admission.Webhook):
         The API server's CRD handler picks up a changed conversion a moment after the CRD is stored: an
         object named ``sentinel-...``, stored in the storage version and read at the other, is refused
         by this server (:data:`~operatorlab.kopf_conversion.SENTINEL`) once it is in force.
+        The sentinel is deleted again before this returns.
         """
         from kubernetes import client
 
@@ -222,5 +242,11 @@ class ConversionWebhook(admission.Webhook):
         except client.ApiException as e:
             if e.status != 409:
                 raise
-        return admission.in_force(lambda: admission.send(lambda: read(api_client, self.crd, other, name)), SENTINEL,
-                                  budget=budget)
+        try:
+            return admission.in_force(lambda: admission.send(lambda: read(api_client, self.crd, other, name)),
+                                      SENTINEL, budget=budget)
+        finally:
+            # The API server's watch cache lists every object at each served version: one object its
+            # webhook refuses to convert fails that whole LIST, and the cache answers 429 ("storage is
+            # (re)initializing") to every read it serves until the object is gone.
+            delete(api_client, self.crd, name)
