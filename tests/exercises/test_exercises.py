@@ -287,6 +287,8 @@ def starter_of(exercise_id: str) -> str:
 
 # Graded through a webhook the API server calls at https://127.0.0.1:PORT: only an API server on this
 # machine (our own local cluster) reaches it; minikube's or kind's runs in a container of its own.
+#: Exercises whose check runs the learner's code in fresh Python processes of its own.
+FRESH_INTERPRETERS = {"12-kopfrunner-test", "13-leader-election"}
 LOCAL_ONLY = {"10-validating-webhook", "14-conversion", "14-storage-migration"}
 
 
@@ -314,7 +316,8 @@ def test_the_starter_fails_and_says_why(exercise_id: str, tmp_path: Path, reques
     failing = [c for c in verdict.checks if not c.passed]
     assert failing and all(c.message for c in failing), verdict.text()
     assert verdict.hint == EXERCISES[exercise_id].hints[0], "the first failure shows the vaguest hint"
-    limit = 45 if EXERCISES[exercise_id].xdist_group else 15  # an operator takes seconds to start
+    # An operator, or a fresh interpreter importing kopf and the client, takes seconds to start on a busy machine.
+    limit = 45 if EXERCISES[exercise_id].xdist_group or exercise_id in FRESH_INTERPRETERS else 15
     assert verdict.seconds < limit, f"a starter fails fast, not after its budgets: {verdict.seconds:.1f} s"
 
 

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.xdist_group(bypasses.group(LAB))
 
 RUNNING = "both replicas of the lab's operator are running"
 ONE = "a new Tenant is handled by exactly one replica, and the other leaves it alone"
+TAKEOVER = "when the working replica is SIGKILLed, the other takes over and handles a new Tenant"
 PEERING = "tenant-operator"
 
 
@@ -46,11 +47,16 @@ def test_stopping_one_replica_is_not_a_fix(lab):
 
 
 def test_peering_with_equal_priorities_is_not_a_fix(lab):
-    """kopf pauses every replica that meets one of its own priority: nothing converges."""
+    """kopf pauses every replica that meets one of its own priority: nothing converges.
+
+    Which check sees it first depends on timing: on a busy machine the first replica may handle the
+    probe Tenant before the second one's announcement reaches it, and both pause only afterwards,
+    so the take-over fails instead.
+    """
     lab.create_peering(PEERING)
     for role in ("replica-a", "replica-b"):
         _launch(lab, role, f"KOPF_RUN_PEERING={PEERING}\n")
-    assert bypasses.first_failure(lab) == [ONE]
+    assert bypasses.first_failure(lab) in ([ONE], [TAKEOVER])
 
 
 def test_peering_only_one_replica_is_not_a_fix(lab):
